@@ -1,0 +1,89 @@
+// Budget: where every byte of one GPU's memory goes.
+//
+// A Budget has three views of the same numbers:
+//  - components: the nine named totals, each the most that component ever
+//    holds during a step (0 where it does not apply);
+//  - breakdown: one tree per component, each leaf a formula with its source;
+//    every node's bytes equal the sum of its children's;
+//  - phases: what is live at the worst moment of each phase of a step
+//    (forward, backward, optimizer step; or load, prefill, decode). The peak
+//    is the largest phase, not the sum of the components.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vramcalc {
+
+enum class Component : std::uint8_t {
+  weights,
+  gradients,
+  optimizer_states,
+  master_weights,
+  activations,
+  logits,
+  kv_cache,
+  transient,
+  runtime_overhead,
+};
+inline constexpr std::size_t k_component_count = 9;
+
+/// JSON key of a component: "weights", "optimizer_states", ...
+[[nodiscard]] std::string_view name_of(Component c);
+
+/// Bytes per component, indexed by Component.
+using ComponentBytes = std::array<std::uint64_t, k_component_count>;
+
+/// One node of a breakdown tree.
+struct Node {
+  std::string id;     ///< stable machine key within its parent: "layers", "q_proj"
+  std::string label;  ///< for people: "saved input of q/k/v projections"
+  std::uint64_t bytes = 0;
+  std::uint64_t count = 1;  ///< identical instances summed here (e.g. 32 layers)
+  std::string formula;      ///< leaf: the expression, e.g. "2·b·s·h"; sums: empty
+  std::string source;       ///< leaf: where the formula comes from
+  std::vector<Node> children;
+};
+
+/// A leaf whose bytes are count × each.
+[[nodiscard]] Node leaf(std::string id, std::string label, std::uint64_t each, std::uint64_t count,
+                        std::string formula, std::string source);
+
+/// A node whose bytes are the (checked) sum of its children's.
+[[nodiscard]] Node sum_of(std::string id, std::string label, std::vector<Node> children);
+
+/// What is live at the worst moment of one phase.
+struct Phase {
+  std::string name;       ///< "forward", "backward", "optimizer", "load", "prefill", "decode"
+  std::string when;       ///< the moment: "at the loss", "at layer 31"
+  ComponentBytes live{};  ///< runtime_overhead is always 0 here
+  std::uint64_t total = 0;
+};
+
+struct Budget {
+  ComponentBytes components{};
+  std::vector<Node> breakdown;  ///< one root per component, in Component order
+  std::vector<Phase> phases;
+  std::size_t peak_phase = 0;  ///< index into phases
+
+  std::uint64_t peak_allocated = 0;   ///< tensors: torch.cuda.max_memory_allocated
+  std::uint64_t allocator_slack = 0;  ///< modelled caching-allocator rounding
+  std::uint64_t peak_reserved = 0;    ///< peak_allocated + allocator_slack
+  std::uint64_t peak_device = 0;      ///< peak_reserved + runtime_overhead (nvidia-smi)
+  std::uint64_t sum = 0;              ///< sum of the components
+
+  /// What drives each component, in words: ("activations", "no checkpointing, ...").
+  std::vector<std::pair<std::string, std::string>> assumptions;
+  /// Things the user should know: fallbacks, caveats.
+  std::vector<std::string> notes;
+};
+
+/// Every violated invariant of a budget (children sum to parents, components
+/// equal their trees, peaks ordered); empty when consistent.
+[[nodiscard]] std::vector<std::string> check_consistency(const Budget& b);
+
+}  // namespace vramcalc

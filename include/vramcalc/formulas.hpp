@@ -1,0 +1,108 @@
+// The memory formulas, one function each, per GPU, in exact bytes.
+//
+// Each function documents its equation and source; docs/formulas.md has a
+// section per function with the same name. estimate() (estimate.hpp)
+// assembles them into a Budget. Inputs are validated structs: these
+// functions only throw OverflowError.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "vramcalc/model.hpp"
+#include "vramcalc/parameters.hpp"
+#include "vramcalc/units.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc {
+
+// ---- sharding -------------------------------------------------------------
+
+/// Elements held by the most loaded of `ranks` ranks: ⌈elements / ranks⌉.
+/// ZeRO pads its flat partitions so every rank holds the same count
+/// (DeepSpeed stage_1_and_2.py, stage3.py); rounding up covers the remainder.
+[[nodiscard]] std::uint64_t shard_elements(std::uint64_t elements, std::uint64_t ranks);
+
+/// Ranks each state is divided over: ZeRO stage ≥ 1 shards optimizer states
+/// and master weights, ≥ 2 gradients, 3 parameters (Rajbhandari et al.
+/// 2020, §5: P_os, P_os+g, P_os+g+p). Returns 1 where a state is replicated.
+struct ShardFactors {
+  std::uint64_t weights = 1;
+  std::uint64_t gradients = 1;
+  std::uint64_t optimizer = 1;  ///< optimizer states and master weights
+};
+[[nodiscard]] ShardFactors shard_factors(const Workload& w);
+
+// ---- element types --------------------------------------------------------
+
+/// Element type of the weights as the model holds them: the --dtype when
+/// serving; under training, fp32 for the fp32 and amp regimes, else --dtype.
+[[nodiscard]] DType weight_dtype(const Workload& w);
+
+/// Element type of gradients: fp32 for fp32, amp and mixed-fp32-grads; else --dtype.
+[[nodiscard]] DType gradient_dtype(const Workload& w);
+
+// ---- model states ---------------------------------------------------------
+
+/// Weights per GPU. Every tensor in weight_dtype(); with --dtype fp8 when
+/// serving, linear weights of the decoder layers are fp8 with one fp32 scale
+/// each and the rest stays bf16 (the layout of FP8 checkpoints served by
+/// vLLM, compressed-tensors "FP8" scheme). ZeRO-3 shards: ⌈P / N⌉.
+[[nodiscard]] std::uint64_t weight_bytes(const std::vector<ParamTensor>& tensors, const Workload& w);
+
+/// Gradients per GPU: ⌈P / N_g⌉ × gradient_dtype() bytes, N_g = N under ZeRO ≥ 2.
+[[nodiscard]] std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w);
+
+/// DDP's gradient buckets: PyTorch DistributedDataParallel keeps a second
+/// copy of every gradient in its communication buckets unless
+/// gradient_as_bucket_view=True (default False; torch/nn/parallel/distributed.py).
+/// Applies to --framework hf with dp > 1 and ZeRO 0; 0 otherwise.
+[[nodiscard]] std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w);
+
+/// fp32 master weights per GPU: ⌈P / N_os⌉ × 4 for the mixed regimes, else 0
+/// (ZeRO §3.1: K = 12 includes the fp32 parameter copy).
+[[nodiscard]] std::uint64_t master_weight_bytes(std::uint64_t parameters, const Workload& w);
+
+/// Element type of torch.optim state: zeros_like() of the parameters the
+/// optimizer steps, fp32 masters where they exist, else the parameters.
+[[nodiscard]] DType optimizer_state_dtype(const Workload& w);
+
+/// Optimizer state per GPU (docs/formulas.md, "Optimizer states"):
+///   adam, adamw: 2 tensors (exp_avg, exp_avg_sq) of P elements;
+///   sgd-momentum: 1 (momentum_buffer); sgd, none: 0;
+///   lion: 1 fp32 (bitsandbytes Lion32bit, Hugging Face Trainer's lion_32bit);
+///   adafactor: transformers Adafactor (beta1 None): rows + cols fp32 per
+///     matrix, the full size per vector;
+///   adamw-8bit: bitsandbytes blockwise: 2 uint8 per element + 2 fp32 absmax
+///     per 256-element block, 32-bit state for tensors under 4096 elements,
+///     plus two 256-entry fp32 quantization maps.
+/// Sharded ⌈· / N⌉ under ZeRO ≥ 1.
+[[nodiscard]] std::uint64_t optimizer_state_bytes(const std::vector<ParamTensor>& tensors, const Workload& w);
+
+// ---- inference --------------------------------------------------------------
+
+/// KV cache per GPU: Σ over layers of 2 (K and V) × b × tokens × k × d × bytes,
+/// tokens = min(seq, window) on sliding-window layers, else seq.
+/// Source: transformers StaticCache / HybridCache (cache_utils.py); vLLM
+/// kv_cache_interface.py (FullAttentionSpec, SlidingWindowSpec).
+[[nodiscard]] std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w);
+
+// ---- runtime ----------------------------------------------------------------
+
+/// The CUDA context with lazy module loading, outside PyTorch's allocator:
+/// 426 MiB, measured with torch 2.10 (unsloth-zoo PR #1053); see
+/// docs/formulas.md, "Runtime overhead", for the other reports.
+[[nodiscard]] std::uint64_t default_runtime_overhead();
+
+/// One cuBLAS workspace as PyTorch 2.x sizes it (aten/src/ATen/cuda/
+/// CublasHandlePool.cpp): 32 MiB on sm_90, else the default ":4096:2:16:8"
+/// = 8,519,680 bytes. An unknown GPU ("") gets the larger size.
+[[nodiscard]] std::uint64_t cublas_workspace_bytes(std::string_view arch);
+
+/// The caching allocator's block for a request: 512-byte granularity, and
+/// requests over 10 MiB take whole 2 MiB pages (c10/cuda/CUDACachingAllocator.cpp:
+/// kMinBlockSize, kLargeBuffer, kRoundLarge).
+[[nodiscard]] std::uint64_t allocator_block_bytes(std::uint64_t request);
+
+}  // namespace vramcalc

@@ -1,0 +1,105 @@
+// The input boundary: JSON files, presets and flag values in, validated
+// structs out. Every user-facing input error is raised here, as InputError
+// with the file, JSON Pointer or flag, the bad value and a suggestion.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vramcalc/hardware.hpp"
+#include "vramcalc/model.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc {
+
+// ---- models ---------------------------------------------------------------
+
+/// Parses a Hugging Face config.json (model types llama, mistral, qwen2,
+/// qwen3, gemma, gemma2, phi3, gpt2). `source` names the input in errors.
+[[nodiscard]] ModelSpec parse_model(std::string_view json_text, std::string_view source,
+                                    std::string_view name);
+
+/// A bundled preset by name ("llama-3.1-8b"), or a JSON file by path.
+[[nodiscard]] ModelSpec load_model(std::string_view name_or_path);
+
+struct PresetInfo {
+  std::string name;
+  std::string model_type;
+  std::string source;
+};
+/// The bundled presets, sorted by name.
+[[nodiscard]] std::vector<PresetInfo> presets();
+
+// ---- GPUs -----------------------------------------------------------------
+
+/// The bundled GPU catalog, in file order.
+[[nodiscard]] const std::vector<Gpu>& gpu_catalog();
+
+/// A catalog GPU by id; `origin` (e.g. "--gpu") names the input in errors.
+[[nodiscard]] Gpu find_gpu(std::string_view id, std::string_view origin);
+
+/// Parses a size: "80GiB", "81559 MiB", "80GB", "85520809984" (bytes).
+/// GiB/MiB/KiB are powers of 2; GB/MB/KB powers of 10; a bare number is bytes.
+[[nodiscard]] std::uint64_t parse_size(std::string_view text, std::string_view origin);
+
+// ---- workloads ------------------------------------------------------------
+
+/// A setting and where it came from ("--zero", "plan.json: /workload/zero").
+template <class T>
+struct Given {
+  T value{};
+  std::string origin;
+};
+
+/// Workload settings as given, before defaults. Flags and a plan file's
+/// "workload" object fill one each; overlay() lets flags win.
+struct WorkloadInput {
+  std::optional<Given<Mode>> mode;
+  std::optional<Given<std::uint64_t>> batch;
+  std::optional<Given<std::uint64_t>> seq;
+  std::optional<Given<DType>> dtype;
+  std::optional<Given<DType>> kv_dtype;
+  std::optional<Given<Precision>> precision;
+  std::optional<Given<Optimizer>> optimizer;
+  std::optional<Given<Framework>> framework;
+  std::optional<Given<AttentionImpl>> attention;
+  std::optional<Given<double>> dropout;
+  std::optional<Given<Checkpointing>> checkpoint;
+  std::optional<Given<std::uint64_t>> dp;
+  std::optional<Given<std::uint32_t>> zero;
+  std::optional<Given<std::uint32_t>> fsdp;  ///< as a ZeRO stage: full = 3, grad-op = 2
+  std::optional<Given<std::uint64_t>> overhead;
+  std::optional<Given<std::string>> gpu;
+  std::optional<Given<std::uint64_t>> gpu_mem;
+};
+
+/// Copies every setting present in `top` over `base`.
+void overlay(WorkloadInput& base, const WorkloadInput& top);
+
+/// Parses one workload setting from text, as a flag value: `key` is the
+/// JSON key ("kv_dtype"), `origin` names it in errors ("--kv-dtype").
+/// Unknown keys raise InputError. Used by the CLI for every flag.
+void set_from_text(WorkloadInput& in, std::string_view key, std::string_view text, std::string origin);
+
+/// The keys a "workload" object accepts, in documentation order.
+[[nodiscard]] const std::vector<std::string>& workload_keys();
+
+/// A fully resolved request: model, workload with defaults, optional GPU.
+struct PlanRequest {
+  ModelSpec model;
+  Workload workload;
+  std::vector<std::string> defaulted;  ///< workload keys that took their default
+  std::optional<Gpu> gpu;
+};
+
+/// Applies defaults and checks every rule across settings and the model.
+[[nodiscard]] PlanRequest resolve(ModelSpec model, const WorkloadInput& in);
+
+/// Loads MODEL (preset name, config.json, or plan file with "model" and/or
+/// "workload"), overlays `flags`, and resolves.
+[[nodiscard]] PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags);
+
+}  // namespace vramcalc

@@ -1,0 +1,72 @@
+// ModelSpec: the architecture of a decoder-only transformer, as plain values.
+//
+// Built by the input boundary (io.hpp) from a Hugging Face config.json or a
+// bundled preset, with every default resolved and every cross-field rule
+// checked. The core never sees an invalid ModelSpec.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace vramcalc {
+
+/// The Hugging Face `model_type`s vramcalc reads. Each selects the module
+/// layout of that family in transformers (biases, norms, fused projections).
+enum class ModelType : std::uint8_t { llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, gpt2 };
+
+/// Normalisation layer kind.
+enum class NormKind : std::uint8_t {
+  rms_norm,    ///< weight only: h parameters
+  layer_norm,  ///< weight and bias: 2h parameters
+};
+
+/// The activation function of the MLP, as transformers implements it. The
+/// choice changes which tensors autograd keeps.
+enum class Activation : std::uint8_t {
+  silu,       ///< torch.nn.functional.silu (Llama, Mistral, Qwen, Phi-3)
+  gelu_tanh,  ///< torch.nn.functional.gelu(approximate="tanh") (Gemma's gelu_pytorch_tanh)
+  gelu_new,   ///< transformers' NewGELUActivation, written out in elementwise ops (GPT-2)
+  gelu,       ///< torch.nn.functional.gelu, exact erf form
+};
+
+struct ModelSpec {
+  std::string name;    ///< preset name, or the file name without ".json"
+  std::string source;  ///< the spec's "source" URL; empty when absent
+  ModelType type = ModelType::llama;
+
+  std::uint64_t num_layers = 0;
+  std::uint64_t hidden_size = 0;
+  std::uint64_t intermediate_size = 0;
+  std::uint64_t num_attention_heads = 0;
+  std::uint64_t num_key_value_heads = 0;  ///< equals num_attention_heads for MHA
+  std::uint64_t head_dim = 0;             ///< explicit in many configs; never assumed
+  std::uint64_t vocab_size = 0;
+  std::uint64_t max_position_embeddings = 0;
+
+  bool learned_positions = false;  ///< a position-embedding table (GPT-2 wpe)
+  NormKind norm = NormKind::rms_norm;
+  std::uint32_t norms_per_layer = 2;  ///< 4 for Gemma 2's sandwich norms
+  bool qk_norm = false;               ///< RMSNorm over head_dim on q and k (Qwen3)
+  bool gated_mlp = true;              ///< gate, up and down projections
+  Activation activation = Activation::silu;
+  bool qkv_bias = false;   ///< bias on the q, k, v projections
+  bool o_bias = false;     ///< bias on the output projection
+  bool mlp_bias = false;   ///< bias on the MLP projections
+  bool fused_qkv = false;  ///< one qkv projection (Phi-3, GPT-2); same parameter count
+  bool tie_word_embeddings = false;
+
+  std::uint64_t sliding_window = 0;         ///< 0: every layer attends to the whole context
+  std::uint64_t sliding_window_layers = 0;  ///< how many layers use the window
+
+  double attention_dropout = 0.0;        ///< probability on the attention probabilities
+  double hidden_dropout = 0.0;           ///< probability on the attention and MLP outputs
+  double embedding_dropout = 0.0;        ///< probability on the embedding output
+  double attn_logit_softcapping = 0.0;   ///< Gemma 2; 0 when absent
+  double final_logit_softcapping = 0.0;  ///< Gemma 2; 0 when absent
+};
+
+/// The Hugging Face spelling: "llama", "gemma2", ...
+[[nodiscard]] std::string_view name_of(ModelType t);
+
+}  // namespace vramcalc

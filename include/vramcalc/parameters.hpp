@@ -1,0 +1,61 @@
+// Parameter inventory: every weight tensor kind of an architecture.
+//
+// Counts come from the architecture, tensor by tensor, never from a headline
+// size. Each tensor kind keeps its shape, because optimizers (Adafactor,
+// 8-bit Adam) size their state per tensor, and ZeRO-3 gathers per layer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "vramcalc/model.hpp"
+
+namespace vramcalc {
+
+enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head };
+
+/// One kind of weight tensor. A 2-D weight is rows × cols (out × in); a
+/// vector (norm weight, bias) has cols == 1 and matrix == false.
+struct ParamTensor {
+  std::string_view id;  ///< Hugging Face module path, e.g. "self_attn.q_proj.weight"
+  ParamScope scope = ParamScope::layer;
+  std::uint64_t rows = 0;
+  std::uint64_t cols = 1;
+  bool matrix = false;
+  std::uint64_t count = 1;  ///< instances in the model (num_layers for per-layer tensors)
+
+  [[nodiscard]] std::uint64_t elements() const;  ///< rows × cols, checked
+  [[nodiscard]] std::uint64_t total() const;     ///< elements × count, checked
+};
+
+/// Every parameter tensor kind of `m`, in module order.
+///
+/// Llama-style decoders (llama, mistral, qwen2, qwen3, gemma, gemma2):
+///   embed V·h; per layer q (a·d)·h, k and v (k·d)·h, o h·(a·d), gate and up
+///   I·h, down h·I, biases where the config says, RMSNorm h per norm
+///   (2 per layer; 4 for gemma2), q/k norms d (qwen3); final norm h;
+///   lm_head V·h unless tied.
+/// phi3: fused qkv (a·d + 2·k·d)·h and gate_up 2I·h, same totals.
+/// gpt2: wte V·h, wpe n_positions·h, Conv1D weights with biases, LayerNorm
+///   weight and bias, tied head.
+/// Source: transformers src/transformers/models/<type>/modeling_<type>.py
+/// (module __init__ methods); totals checked in tests/reference.
+[[nodiscard]] std::vector<ParamTensor> parameter_tensors(const ModelSpec& m);
+
+/// Parameter totals by scope.
+struct ParameterCount {
+  std::uint64_t total = 0;
+  std::uint64_t embedding = 0;           ///< token embedding (incl. a tied head)
+  std::uint64_t position_embedding = 0;  ///< learned positions (GPT-2)
+  std::uint64_t per_layer = 0;           ///< one decoder layer
+  std::uint64_t layers = 0;              ///< all decoder layers
+  std::uint64_t final_norm = 0;
+  std::uint64_t lm_head = 0;  ///< 0 when tied
+};
+
+[[nodiscard]] ParameterCount count_parameters(const std::vector<ParamTensor>& tensors,
+                                              std::uint64_t num_layers);
+[[nodiscard]] ParameterCount count_parameters(const ModelSpec& m);
+
+}  // namespace vramcalc

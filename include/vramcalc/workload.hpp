@@ -1,0 +1,90 @@
+// Workload: what runs on the model (serving or a training step), resolved.
+//
+// The input boundary (io.hpp) fills every field from flags, a plan file's
+// "workload" object and the documented defaults, and rejects contradictions.
+// The core only reads it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "vramcalc/units.hpp"
+
+namespace vramcalc {
+
+enum class Mode : std::uint8_t { infer, train };
+
+/// Training precision regimes (docs/formulas.md, "Precision regimes").
+/// Bytes per parameter with Adam: weights + gradients + fp32 master + optimizer.
+enum class Precision : std::uint8_t {
+  fp32,              ///< 4 + 4 + 0 + 8 = 16
+  amp,               ///< fp32 params under torch.autocast: 4 + 4 + 0 + 8 = 16, plus
+                     ///< 16-bit weight copies autocast keeps for backward
+  mixed,             ///< ZeRO paper mixed precision: 2 + 2 + 4 + 8 = 16
+  mixed_fp32_grads,  ///< Megatron bf16 with fp32 main grads: 2 + 4 + 4 + 8 = 18
+  pure,              ///< everything 16-bit, no master copy: 2 + 2 + 0 + 4 = 8
+};
+
+enum class Optimizer : std::uint8_t { adamw, adam, sgd, sgd_momentum, lion, adafactor, adamw_8bit, none };
+
+/// Which framework's modules and kernels run the model; this picks the
+/// activation profile and the default precision regime.
+enum class Framework : std::uint8_t {
+  hf,        ///< Hugging Face transformers with PyTorch SDPA
+  megatron,  ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
+};
+
+enum class AttentionImpl : std::uint8_t {
+  flash,  ///< fused kernel: saves the output and per-row softmax statistics
+  eager,  ///< materialises the b·a·s² score and probability matrices
+};
+
+enum class CheckpointKind : std::uint8_t {
+  none,       ///< keep everything autograd saves
+  full,       ///< keep each layer's input; recompute the layer in backward
+  selective,  ///< recompute the attention core only (Megatron)
+  every,      ///< checkpoint every k-th layer (k = 1 is full)
+};
+
+struct Checkpointing {
+  CheckpointKind kind = CheckpointKind::none;
+  std::uint64_t every = 0;  ///< k for CheckpointKind::every, else 0
+};
+
+/// Dropout probabilities; only p > 0 matters for memory (a mask is saved).
+struct Dropout {
+  double attention = 0.0;  ///< on the attention probabilities
+  double hidden = 0.0;     ///< on the attention and MLP outputs
+  double embedding = 0.0;  ///< on the embedding output
+};
+
+struct Workload {
+  Mode mode = Mode::infer;
+  std::uint64_t batch = 1;       ///< micro-batch per GPU; concurrent sequences when serving
+  std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
+  DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
+  DType kv_dtype = DType::bf16;  ///< KV cache elements
+  Precision precision = Precision::amp;
+  Optimizer optimizer = Optimizer::adamw;
+  Framework framework = Framework::hf;
+  AttentionImpl attention = AttentionImpl::flash;
+  Dropout dropout;
+  Checkpointing checkpoint;
+  std::uint64_t dp = 1;    ///< data-parallel degree
+  std::uint32_t zero = 0;  ///< ZeRO stage 0-3 (FSDP full = 3, grad-op = 2)
+  /// Memory outside PyTorch's tensors: the CUDA context (default), or the
+  /// whole runtime overhead when given with --overhead.
+  std::uint64_t runtime_overhead = 0;
+  /// One cuBLAS workspace (PyTorch allocates one per handle and stream);
+  /// 0 when --overhead gives the whole overhead.
+  std::uint64_t cublas_workspace = 0;
+};
+
+[[nodiscard]] std::string_view name_of(Mode m);
+[[nodiscard]] std::string_view name_of(Precision p);
+[[nodiscard]] std::string_view name_of(Optimizer o);
+[[nodiscard]] std::string_view name_of(Framework f);
+[[nodiscard]] std::string_view name_of(AttentionImpl a);
+[[nodiscard]] std::string_view name_of(CheckpointKind c);
+
+}  // namespace vramcalc

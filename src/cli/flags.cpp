@@ -1,0 +1,104 @@
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "io/spell.hpp"
+#include "vramcalc/error.hpp"
+
+namespace vramcalc::cli {
+
+namespace {
+
+struct FlagSpec {
+  const char* key;   // JSON key in a plan file's "workload" object
+  const char* flag;  // command-line name
+  const char* help;
+};
+
+// Order here is the order of --help.
+constexpr FlagSpec k_flags[] = {
+    {"mode", "--mode", "infer | train (default infer)"},
+    {"batch", "--batch", "micro-batch per GPU; concurrent sequences when serving (default 1)"},
+    {"seq", "--seq",
+     "sequence length (train) or context length (infer) (default min(4096, the model's "
+     "max_position_embeddings))"},
+    {"dtype", "--dtype",
+     "fp32 | bf16 | fp16 | fp8: weights when serving, compute dtype when training (default bf16; "
+     "fp8 is serving only)"},
+    {"kv_dtype", "--kv-dtype", "KV cache element type when serving (default: --dtype)"},
+    {"precision", "--precision",
+     "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
+     "params "
+     "under torch.autocast) 4+4+0+8=16 plus 16-bit weight copies kept for backward; mixed (ZeRO paper) "
+     "2+2+4+8=16; "
+     "mixed-fp32-grads (Megatron) 2+4+4+8=18; pure (all 16-bit) 2+2+0+4=8. Default: amp for hf, "
+     "mixed-fp32-grads "
+     "for megatron, fp32 with --dtype fp32"},
+    {"optimizer", "--optimizer",
+     "adamw | adam | sgd | sgd-momentum | lion | adafactor | adamw-8bit | none (default adamw)"},
+    {"framework", "--framework",
+     "hf (Hugging Face transformers + PyTorch SDPA) | megatron (Megatron-Core, Korthikanti et al. 2022 Table "
+     "2) "
+     "(default hf)"},
+    {"attention", "--attention", "flash (fused SDPA kernel) | eager (materialised scores) (default flash)"},
+    {"dropout", "--dropout",
+     "dropout probability for attention, hidden and embedding dropout (default: the model "
+     "config for hf, 0.1 for megatron)"},
+    {"checkpoint", "--checkpoint",
+     "none | full | selective (megatron) | every:K (checkpoint every K-th layer) (default none)"},
+    {"dp", "--dp", "data-parallel degree (default 1)"},
+    {"zero", "--zero",
+     "ZeRO stage 0-3: 1 shards optimizer states and master weights, 2 also gradients, 3 also "
+     "weights (default 0)"},
+    {"fsdp", "--fsdp", "full | grad-op: FSDP names for ZeRO stages 3 and 2"},
+    {"gpu", "--gpu", "GPU from the catalog (see `vramcalc gpus`), e.g. h100-80gb"},
+    {"gpu_mem", "--gpu-mem", "GPU capacity for GPUs not in the catalog, e.g. 80GiB (GiB = 2^30, GB = 10^9)"},
+    {"overhead", "--overhead",
+     "runtime overhead outside PyTorch's tensors, e.g. 600MiB (default: 426 MiB CUDA "
+     "context + cuBLAS workspaces)"},
+};
+
+std::vector<std::string> known_options(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& n : o->get_lnames()) names.push_back("--" + n);
+  }
+  return names;
+}
+
+}  // namespace
+
+void add_workload_flags(CLI::App& app, WorkloadFlags& flags) {
+  const std::size_t n = std::size(k_flags);
+  flags.values.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    CLI::Option* opt = app.add_option(k_flags[i].flag, flags.values[i], k_flags[i].help);
+    opt->type_name("");
+    opt->group("Workload");
+    flags.options.emplace_back(k_flags[i].key, opt);
+  }
+}
+
+WorkloadInput workload_from_flags(const WorkloadFlags& flags) {
+  WorkloadInput in;
+  for (std::size_t i = 0; i < flags.options.size(); ++i) {
+    const auto& [key, opt] = flags.options[i];
+    if (opt->count() == 0) continue;
+    set_from_text(in, key, flags.values[i], opt->get_name());
+  }
+  return in;
+}
+
+void reject_extras(const CLI::App& app) {
+  const std::vector<std::string> extras = app.remaining();
+  if (extras.empty()) return;
+  const std::string& first = extras.front();
+  if (first.starts_with("-")) {
+    const std::string flag = first.substr(0, first.find('='));
+    throw InputError(flag, fmt::format("unknown option{} (run \"vramcalc {} --help\")",
+                                       io::did_you_mean(flag, known_options(app)), app.get_name()));
+  }
+  throw InputError(
+      "", fmt::format("unexpected argument \"{}\" (run \"vramcalc {} --help\")", first, app.get_name()));
+}
+
+}  // namespace vramcalc::cli

@@ -1,0 +1,58 @@
+// vramcalc: where every byte of GPU memory goes.
+// Parses the command line, runs one command, maps errors to exit codes.
+#include <cstdio>
+#include <exception>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "vramcalc/error.hpp"
+
+namespace {
+
+int fail(const std::string& message, int code) {
+  fmt::print(stderr, "vramcalc: error: {}\n", message);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace vramcalc::cli;
+  CLI::App app{"vramcalc: where every byte of GPU memory goes when you train or serve a transformer."};
+  app.set_version_flag("--version", "vramcalc 0.1.0");
+  app.require_subcommand(1);
+  app.footer(
+      "Run `vramcalc plan --help` for the workload flags.\n"
+      "Exit codes: 0 ok; 1 does not fit (plan --check); 2 bad input or usage; 3 internal error.");
+  PlanOptions plan_opts;
+  CLI::App* plan = setup_plan(app, plan_opts);
+  CLI::App* models = setup_models(app);
+  CLI::App* gpus = setup_gpus(app);
+  try {
+    app.parse(argc, argv);
+    if (plan->parsed()) {
+      reject_extras(*plan);
+      if (plan_opts.model.empty()) {
+        throw vramcalc::InputError("plan", "missing MODEL (a preset name, a config.json or a plan file)");
+      }
+      return run_plan(plan_opts);
+    }
+    if (models->parsed()) {
+      reject_extras(*models);
+      return run_models();
+    }
+    if (gpus->parsed()) {
+      reject_extras(*gpus);
+      return run_gpus();
+    }
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return fail(e.what(), k_exit_bad_input);
+  } catch (const vramcalc::InputError& e) {
+    return fail(e.what(), k_exit_bad_input);
+  } catch (const std::exception& e) {
+    return fail(fmt::format("internal error: {} (please report this)", e.what()), k_exit_internal);
+  }
+  return k_exit_ok;
+}

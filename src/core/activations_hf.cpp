@@ -1,0 +1,467 @@
+// The "hf" activation profile: what PyTorch autograd keeps for backward when
+// Hugging Face transformers trains a decoder, derived op by op from the
+// module code, and the large transient buffers of a training step.
+//
+// How an entry is derived: for each op of a module's forward, PyTorch's
+// tools/autograd/derivatives.yaml says which inputs or outputs its backward
+// needs; those tensors stay alive until backward. Views share their base's
+// storage, so a tensor saved by several ops is counted once. Parameters are
+// not activations (they are the weights component). docs/formulas.md,
+// "Activations: hf profile", lists every entry with its source.
+//
+// Element types per precision regime (dtypes_of): under torch.autocast
+// (--precision amp) parameters are fp32, the residual stream and norms stay
+// fp32, and matmuls run in 16-bit on fresh 16-bit copies of their inputs.
+#include <fmt/format.h>
+
+#include "core/inventory.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+constexpr const char* k_derivatives = "pytorch tools/autograd/derivatives.yaml";
+
+struct HfContext {
+  const ModelSpec& m;
+  const Workload& w;
+  Dims x;
+  Dtypes t;
+};
+
+void add(Inventory& inv, std::string id, std::string label, std::uint64_t elements, DType dtype,
+         std::string expr, std::string source) {
+  inv.push_back(
+      TensorEntry{std::move(id), std::move(label), elements, dtype, std::move(expr), std::move(source)});
+}
+
+// LlamaRMSNorm (also Mistral, Qwen2/3, Phi-3): x.to(float32); pow(2) keeps
+// the fp32 input; rsqrt keeps its fp32 result (one per row); the weight
+// multiply keeps the normalised input cast back to the input dtype. When the
+// input is already fp32, to() returns the input itself, so the fp32 copy is
+// the input tensor: the count is the same.
+void llama_rmsnorm(Inventory& inv, const std::string& id, const std::string& what, std::uint64_t rows,
+                   std::uint64_t width, DType input, const std::string& rows_expr,
+                   const std::string& width_expr) {
+  const std::string src =
+      std::string("transformers LlamaRMSNorm.forward; ") + k_derivatives + " (pow, rsqrt, mul)";
+  add(inv, id + ".input_fp32", what + ": fp32 input kept by pow", checked_mul(rows, width), DType::fp32,
+      rows_expr + "·" + width_expr, src);
+  add(inv, id + ".rstd", what + ": 1/rms per row kept by rsqrt", rows, DType::fp32, rows_expr, src);
+  add(inv, id + ".normalized", what + ": normalised input kept by the weight multiply",
+      checked_mul(rows, width), input, rows_expr + "·" + width_expr, src);
+}
+
+// GemmaRMSNorm: the whole norm runs in fp32 on x.float(), and the output is
+// multiplied by (1 + weight.float()), a fresh h-element tensor kept by mul.
+void gemma_rmsnorm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c) {
+  const std::string src =
+      std::string("transformers GemmaRMSNorm.forward; ") + k_derivatives + " (pow, rsqrt, mul)";
+  add(inv, id + ".input_fp32", what + ": fp32 input kept by pow", checked_mul(c.x.T, c.x.h), DType::fp32,
+      "b·s·h", src);
+  add(inv, id + ".rstd", what + ": 1/rms per row kept by rsqrt", c.x.T, DType::fp32, "b·s", src);
+  add(inv, id + ".normalized", what + ": fp32 normalised input kept by the (1 + weight) multiply",
+      checked_mul(c.x.T, c.x.h), DType::fp32, "b·s·h", src);
+  add(inv, id + ".one_plus_weight", what + ": 1 + weight, kept by mul", c.x.h, DType::fp32, "h", src);
+}
+
+// LayerNorm (GPT-2): native_layer_norm keeps its input, and fp32 mean and
+// rstd per row (derivatives.yaml native_layer_norm: input, result1, result2).
+void layer_norm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c,
+                DType input) {
+  const std::string src =
+      std::string("transformers GPT2Block.forward (nn.LayerNorm); ") + k_derivatives + " (native_layer_norm)";
+  add(inv, id + ".input", what + ": input kept by layer_norm", checked_mul(c.x.T, c.x.h), input, "b·s·h",
+      src);
+  add(inv, id + ".mean_rstd", what + ": fp32 mean and rstd per row", checked_mul(2, c.x.T), DType::fp32,
+      "2·b·s", src);
+}
+
+// The input norm of a block, by family.
+void block_norm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c,
+                DType input) {
+  if (c.m.norm == NormKind::layer_norm) {
+    layer_norm(inv, id, what, c, input);
+  } else if (c.m.type == ModelType::gemma || c.m.type == ModelType::gemma2) {
+    gemma_rmsnorm(inv, id, what, c);
+  } else {
+    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h");
+  }
+}
+
+// The dtype a norm hands to the next linear: Llama's weight multiply
+// promotes to the parameter dtype; Gemma casts back to the input dtype;
+// LayerNorm under autocast runs in fp32.
+DType norm_output_dtype(const HfContext& c) {
+  return c.t.residual;
+}
+
+// The saved input of linear layers fed by one tensor. Without autocast,
+// every linear saves the same tensor (one storage). Under autocast each
+// F.linear casts its fp32 input to 16-bit anew (only leaf tensors that
+// require grad are cached), and each copy is saved.
+void linear_inputs(Inventory& inv, const std::string& id, const std::string& what, std::uint64_t consumers,
+                   const HfContext& c, const std::string& module) {
+  const std::uint64_t elems = checked_mul(c.x.T, c.x.h);
+  if (c.t.autocast) {
+    add(inv, id, fmt::format("{}: 16-bit input copies, one per linear ({})", what, consumers),
+        checked_mul(elems, consumers), c.t.compute,
+        consumers == 1 ? "b·s·h" : fmt::format("{}·b·s·h", consumers),
+        "torch autocast_mode.cpp cached_cast (no cache for non-leaf tensors); " + module +
+            "; derivatives.yaml mm/addmm");
+  } else {
+    add(inv, id, what + ": input kept by the projections (one shared tensor)", elems, norm_output_dtype(c),
+        "b·s·h", module + "; derivatives.yaml mm/addmm");
+  }
+}
+
+std::uint64_t q_elements(const Dims& x) {
+  return checked_product(x.T, x.a, x.d);
+}
+std::uint64_t kv_elements(const Dims& x) {
+  return checked_product(x.T, x.k, x.d);
+}
+
+// Dtype of q and k after the rotary embedding: cos and sin are cast to the
+// embedding output's dtype (fp32 under autocast), and q·cos promotes.
+DType rotary_output_dtype(const HfContext& c) {
+  return c.t.autocast ? DType::fp32 : c.t.compute;
+}
+
+void attention_core(Inventory& inv, const HfContext& c) {
+  const Dims& x = c.x;
+  const DType cd = c.t.compute;
+  const bool gpt2 = c.m.type == ModelType::gpt2;
+  const std::string module =
+      gpt2 ? "transformers GPT2Attention.forward" : "transformers LlamaAttention.forward";
+  if (c.w.attention == AttentionImpl::flash) {
+    const std::string sdpa =
+        "transformers integrations/sdpa_attention.py; pytorch "
+        "_scaled_dot_product_flash_attention (derivatives.yaml)";
+    if (gpt2) {
+      // q, k, v are views of the one c_attn output: one storage of b·s·3h.
+      add(inv, "attn.qkv", "c_attn output holding q, k, v (kept by SDPA)", checked_product(3, x.T, x.h), cd,
+          "3·b·s·h", module + "; " + sdpa);
+    } else {
+      add(inv, "attn.q", "query after rotary, kept by SDPA", q_elements(x), cd, "b·s·a·d",
+          module + "; " + sdpa);
+      add(inv, "attn.k", "key after rotary, kept by SDPA (k heads: SDPA enable_gqa)", kv_elements(x), cd,
+          "b·s·k·d", module + "; " + sdpa);
+      if (c.m.fused_qkv) {
+        // Phi-3: v is a view of the fused qkv output, so the view SDPA keeps
+        // pins the whole (b, s, (a+2k)·d) tensor.
+        add(inv, "attn.qkv_output", "qkv_proj output, pinned by the value view SDPA keeps",
+            checked_product(x.T, checked_add(x.a, checked_mul(2, x.k)), x.d), cd, "b·s·(a+2k)·d",
+            "transformers Phi3Attention.forward; " + sdpa);
+      } else {
+        add(inv, "attn.v", "value, kept by SDPA", kv_elements(x), cd, "b·s·k·d", module + "; " + sdpa);
+      }
+    }
+    add(inv, "attn.out", "attention output, kept by SDPA and by the output projection", q_elements(x), cd,
+        "b·s·a·d", module + "; " + sdpa);
+    const bool fp32_kernel = cd == DType::fp32;
+    // The flash kernel keeps fp32 logsumexp [b, a, s]; the memory-efficient
+    // kernel (the fused choice for fp32) pads the query length to a multiple of 32.
+    const std::uint64_t lse_rows = fp32_kernel ? ceil_div(x.s, 32) * 32 : x.s;
+    add(inv, "attn.logsumexp", "softmax log-sum-exp per head and query, kept by SDPA",
+        checked_product(x.b, x.a, lse_rows), DType::fp32, fp32_kernel ? "b·a·⌈s/32⌉·32" : "b·a·s", sdpa);
+    return;
+  }
+
+  // Eager attention: repeat_kv copies, the score and probability matrices.
+  const std::uint64_t scores = checked_product(x.b, x.a, x.s, x.s);
+  const std::string eager = module +
+                            "; transformers eager_attention_forward; derivatives.yaml "
+                            "(matmul, softmax, dropout)";
+  if (gpt2) {
+    add(inv, "attn.qkv", "c_attn output holding q, k, v (kept by the matmuls)", checked_product(3, x.T, x.h),
+        cd, "3·b·s·h", eager);
+  } else {
+    const bool grouped = x.a != x.k;
+    add(inv, "attn.q", "query after rotary, kept by QKᵀ", q_elements(x),
+        c.t.autocast ? cd : rotary_output_dtype(c), "b·s·a·d", eager);
+    add(inv, "attn.k",
+        grouped ? "key repeated to a heads (repeat_kv copy), kept by QKᵀ" : "key after rotary, kept by QKᵀ",
+        grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
+    add(inv, "attn.v",
+        grouped ? "value repeated to a heads (repeat_kv copy), kept by PV" : "value, kept by PV",
+        grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
+  }
+  if (c.m.attn_logit_softcapping > 0) {
+    add(inv, "attn.softcap_tanh", "tanh of the soft-capped scores, kept by tanh", scores, cd, "b·a·s²",
+        "transformers Gemma2 eager_attention_forward (softcapping); derivatives.yaml tanh");
+  }
+  // Llama-style eager attention takes the softmax in fp32 (dtype=float32)
+  // and casts back; GPT-2 takes it in the scores' dtype, which autocast
+  // makes fp32 (softmax is on its fp32 list). The matmul with V keeps the
+  // 16-bit probabilities: a second tensor unless the softmax output already
+  // is that tensor (same dtype, no dropout).
+  const DType softmax_dtype = (!gpt2 || c.t.autocast) ? DType::fp32 : cd;
+  add(inv, "attn.probs_softmax", "softmax output, kept by softmax", scores, softmax_dtype, "b·a·s²", eager);
+  const bool attn_dropout = c.w.dropout.attention > 0;
+  if (attn_dropout) {
+    add(inv, "attn.dropout_mask", "attention dropout mask (bool)", scores, DType::boolean, "b·a·s²", eager);
+  }
+  if (softmax_dtype != cd || attn_dropout) {
+    add(inv, "attn.probs",
+        attn_dropout ? "dropped-out probabilities, kept by the matmul with V"
+                     : "16-bit probabilities, kept by the matmul with V",
+        scores, cd, "b·a·s²", eager);
+  }
+  add(inv, "attn.out", "attention output made contiguous, kept by the output projection", q_elements(x), cd,
+      "b·s·a·d", eager);
+}
+
+void gated_mlp(Inventory& inv, const HfContext& c) {
+  const Dims& x = c.x;
+  const DType cd = c.t.compute;
+  const std::uint64_t n = checked_mul(x.T, x.I);
+  const char* act = c.m.activation == Activation::silu ? "SiLU" : "GELU";
+  const std::string src = std::string(c.m.type == ModelType::phi3 ? "transformers Phi3MLP.forward"
+                                                                  : "transformers LlamaMLP.forward") +
+                          "; derivatives.yaml (silu/gelu, mul, mm)";
+  if (c.m.type == ModelType::phi3) {
+    // gate_up_proj's output is chunked; the activation keeps the gate view,
+    // which keeps the whole 2I-wide output alive.
+    add(inv, "mlp.gate_up", fmt::format("gate_up output (its gate half kept by {})", act), checked_mul(2, n),
+        cd, "2·b·s·I", src);
+  } else {
+    add(inv, "mlp.gate", fmt::format("gate projection output, kept by {}", act), n, cd, "b·s·I", src);
+    add(inv, "mlp.up", "up projection output, kept by the product", n, cd, "b·s·I", src);
+  }
+  add(inv, "mlp.act", fmt::format("{}(gate), kept by the product", act), n, cd, "b·s·I", src);
+  add(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
+}
+
+// GPT-2's MLP: c_fc, then gelu_new written out in elementwise ops
+// (transformers NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))),
+// then c_proj. pow keeps x, tanh its result, and the final product both of
+// its factors; c_proj keeps the activation output.
+void gpt2_mlp(Inventory& inv, const HfContext& c) {
+  const Dims& x = c.x;
+  const DType cd = c.t.compute;
+  // Under autocast pow is on the fp32 list, so x is copied to fp32 and the
+  // tanh branch is fp32; 0.5·x stays 16-bit; c_proj keeps a 16-bit cast of
+  // the fp32 product.
+  const DType wide = c.t.autocast ? DType::fp32 : cd;
+  const std::uint64_t n = checked_mul(x.T, x.I);
+  const std::string src =
+      "transformers GPT2MLP.forward, activations.py NewGELUActivation; "
+      "derivatives.yaml (pow, tanh, mul, addmm); autocast fp32 list (pow)";
+  if (c.m.activation == Activation::gelu_new) {
+    add(inv, "mlp.fc_out",
+        c.t.autocast ? "fp32 copy of the c_fc output, kept by pow" : "c_fc output, kept by pow", n, wide,
+        "b·s·I", src);
+    add(inv, "mlp.tanh", "tanh result, kept by tanh", n, wide, "b·s·I", src);
+    add(inv, "mlp.half_x", "0.5·x, kept by the final product", n, cd, "b·s·I", src);
+    add(inv, "mlp.one_plus_tanh", "1 + tanh, kept by the final product", n, wide, "b·s·I", src);
+  } else {
+    add(inv, "mlp.fc_out", "c_fc output, kept by GELU", n, cd, "b·s·I", src);
+  }
+  add(inv, "mlp.act", "activation output, kept by c_proj", n, cd, "b·s·I", src);
+}
+
+void hidden_dropout_mask(Inventory& inv, const std::string& id, const HfContext& c) {
+  if (c.w.dropout.hidden <= 0) return;
+  add(inv, id, "residual dropout mask (bool)", checked_mul(c.x.T, c.x.h), DType::boolean, "b·s·h",
+      "transformers GPT2Block / Phi3DecoderLayer resid dropout; derivatives.yaml native_dropout");
+}
+
+// Under autocast, each matmul keeps the 16-bit copy of its weight that
+// autocast cached for the forward (derivatives.yaml mm keeps mat2).
+void autocast_weight_copies(Inventory& inv, const HfContext& c, std::uint64_t linear_params) {
+  if (!c.t.autocast) return;
+  add(inv, "autocast_weight_copies", "16-bit copies of the layer's linear weights, kept by the matmuls",
+      linear_params, c.t.compute, "linear parameters per layer",
+      "torch autocast_mode.cpp cached_cast (weight casts cached per forward); derivatives.yaml mm");
+}
+
+std::uint64_t layer_linear_params(const ModelSpec& m) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t q = checked_mul(m.num_attention_heads, m.head_dim);
+  const std::uint64_t kv = checked_mul(m.num_key_value_heads, m.head_dim);
+  const std::uint64_t attn =
+      checked_add(checked_mul(h, checked_add(q, checked_mul(2, kv))), checked_mul(q, h));
+  const std::uint64_t mlp = checked_mul(checked_mul(h, m.intermediate_size), m.gated_mlp ? 3 : 2);
+  return checked_add(attn, mlp);
+}
+
+Inventory hf_layer(const HfContext& c) {
+  Inventory inv;
+  const DType r = c.t.residual;
+  const bool gpt2 = c.m.type == ModelType::gpt2;
+  const bool gemma2 = c.m.type == ModelType::gemma2;
+  const std::string layer_module =
+      gpt2 ? "transformers GPT2Block.forward" : "transformers LlamaDecoderLayer.forward";
+
+  block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r);
+  linear_inputs(inv, gpt2 ? "attn.c_attn.input" : "attn.qkv_input", "attention input",
+                c.t.autocast ? (c.m.fused_qkv ? 1 : 3) : 1, c, layer_module);
+  if (c.m.qk_norm) {
+    const DType qd = c.t.compute;
+    llama_rmsnorm(inv, "attn.q_norm", "q norm", checked_mul(c.x.T, c.x.a), c.x.d, qd, "b·s·a", "d");
+    llama_rmsnorm(inv, "attn.k_norm", "k norm", checked_mul(c.x.T, c.x.k), c.x.d, qd, "b·s·k", "d");
+  }
+  attention_core(inv, c);
+  hidden_dropout_mask(inv, "attn.resid_dropout_mask", c);
+  if (gemma2) gemma_rmsnorm(inv, "post_attention_layernorm", "post-attention norm", c);
+  block_norm(inv, gpt2 ? "ln_2" : (gemma2 ? "pre_feedforward_layernorm" : "post_attention_layernorm"),
+             "MLP input norm", c, r);
+  linear_inputs(inv, gpt2 ? "mlp.c_fc.input" : "mlp.input", "MLP input",
+                c.t.autocast ? (c.m.type == ModelType::phi3 || gpt2 ? 1 : 2) : 1, c, layer_module);
+  if (gpt2) {
+    gpt2_mlp(inv, c);
+  } else {
+    gated_mlp(inv, c);
+  }
+  hidden_dropout_mask(inv, "mlp.resid_dropout_mask", c);
+  if (gemma2) gemma_rmsnorm(inv, "post_feedforward_layernorm", "post-MLP norm", c);
+  autocast_weight_copies(inv, c, layer_linear_params(c.m));
+  return inv;
+}
+
+// Embedding-level tensors shared by the whole forward.
+Inventory hf_model_level(const HfContext& c) {
+  Inventory inv;
+  const Dims& x = c.x;
+  add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
+      "derivatives.yaml embedding (indices)");
+  if (c.m.learned_positions) {
+    add(inv, "wpe.position_ids", "position ids, kept by the position embedding", x.s, DType::int64, "s",
+        "transformers GPT2Model.forward; derivatives.yaml embedding");
+  } else {
+    // cos and sin are computed once per forward ([1, s, d], no grad, in the
+    // embedding output's dtype) and kept by the rotary multiplies of every layer.
+    add(inv, "rotary.cos_sin", "rotary cos and sin tables, shared by all layers",
+        checked_product(2, x.s, x.d), c.t.residual, "2·s·d",
+        "transformers LlamaRotaryEmbedding.forward, apply_rotary_pos_emb; derivatives.yaml mul");
+  }
+  if (c.w.dropout.embedding > 0) {
+    add(inv, "embedding.dropout_mask", "embedding dropout mask (bool)", checked_mul(x.T, x.h), DType::boolean,
+        "b·s·h", "transformers GPT2Model.forward (drop); derivatives.yaml native_dropout");
+  }
+  return inv;
+}
+
+// Final norm, output layer and loss (the "logits" component). The loss
+// (transformers loss_utils.py ForCausalLMLoss) upcasts the logits with
+// .float() and runs cross_entropy = log_softmax + nll_loss: log_softmax
+// keeps its fp32 output, nll_loss the shifted labels.
+Inventory hf_head(const HfContext& c) {
+  Inventory inv;
+  const Dims& x = c.x;
+  const bool gpt2 = c.m.type == ModelType::gpt2;
+  block_norm(inv, gpt2 ? "ln_f" : "norm", "final norm", c, c.t.residual);
+  linear_inputs(inv, "lm_head.input", "output layer input", 1, c, "transformers *ForCausalLM.forward");
+  if (c.t.autocast) {
+    add(inv, "lm_head.autocast_weight_copy", "16-bit copy of the output layer weight, kept by the matmul",
+        checked_mul(x.V, x.h), c.t.compute, "V·h",
+        "torch autocast_mode.cpp cached_cast; derivatives.yaml mm");
+  }
+  const std::uint64_t logits = checked_mul(x.T, x.V);
+  if (c.m.final_logit_softcapping > 0) {
+    add(inv, "logits.softcap_tanh", "tanh of the soft-capped logits, kept by tanh", logits, c.t.compute,
+        "b·s·V", "transformers Gemma2ForCausalLM.forward; derivatives.yaml tanh");
+  }
+  add(inv, "loss.log_probs", "fp32 log-softmax of the logits, kept by log_softmax", logits, DType::fp32,
+      "b·s·V",
+      "transformers loss_utils.py ForCausalLMLoss (.float(), cross_entropy); derivatives.yaml "
+      "_log_softmax (result)");
+  add(inv, "loss.labels", "shifted labels, kept by nll_loss", x.T, DType::int64, "b·s",
+      "transformers loss_utils.py ForCausalLMLoss; derivatives.yaml nll_loss_forward (target)");
+  return inv;
+}
+
+}  // namespace
+
+ActivationProfile hf_profile(const ModelSpec& m, const Workload& w) {
+  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w)};
+  const Dims& x = c.x;
+  ActivationProfile p;
+  p.layer = hf_layer(c);
+  // Gradient checkpointing (transformers gradient_checkpointing_enable, a
+  // torch.utils.checkpoint per decoder layer) keeps the layer's input.
+  add(p.checkpointed, "checkpoint.layer_input", "layer input, kept by torch.utils.checkpoint",
+      checked_mul(x.T, x.h), c.t.residual, "b·s·h",
+      "transformers modeling_layers.py GradientCheckpointingLayer; torch/utils/checkpoint.py");
+  p.model = hf_model_level(c);
+  p.head = hf_head(c);
+
+  // Loss, forward: the 16-bit logits (the model output) and their fp32
+  // upcast are both alive while log_softmax writes its output. In fp32,
+  // .float() returns the logits themselves.
+  const std::uint64_t logits = checked_mul(x.T, x.V);
+  const std::string loss_src = "transformers ForCausalLMLoss; derivatives.yaml _log_softmax, nll_loss";
+  add(p.loss_forward, "loss.logits", "logits (model output) while the loss runs", logits, c.t.compute,
+      "b·s·V", loss_src);
+  if (c.t.compute != DType::fp32) {
+    add(p.loss_forward, "loss.logits_fp32", "fp32 upcast of the logits", logits, DType::fp32, "b·s·V",
+        loss_src);
+  }
+  // Loss, backward: nll_loss's gradient (fp32, zeros then scatter) and
+  // log_softmax's gradient are alive together, with the kept log-probs.
+  add(p.loss_backward, "loss.grad_log_probs", "gradient of the log-probs (nll_loss backward)", logits,
+      DType::fp32, "b·s·V", loss_src);
+  add(p.loss_backward, "loss.grad_logits_fp32", "gradient of the fp32 logits (log_softmax backward)", logits,
+      DType::fp32, "b·s·V", loss_src);
+
+  // A layer's backward: the MLP's intermediate gradients are the largest
+  // working set (the down projection's input gradient, then both factors'
+  // gradients of the product, in the compute dtype).
+  const std::uint64_t mlp_grads = checked_product(m.gated_mlp ? 3 : 2, x.T, x.I);
+  add(p.layer_backward, "layer_backward.mlp_grads",
+      m.gated_mlp ? "MLP intermediate gradients (product, act, up)" : "MLP intermediate gradients", mlp_grads,
+      c.t.compute, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
+      "derivation from derivatives.yaml mm and mul backward");
+  if (w.attention == AttentionImpl::eager) {
+    add(p.layer_backward, "layer_backward.score_grads",
+        "fp32 score gradients (the softmax's input and output grads)", checked_product(2, x.b, x.a, x.s, x.s),
+        DType::fp32, "2·b·a·s²", "derivation from derivatives.yaml _softmax backward");
+  }
+  if (w.attention == AttentionImpl::eager) {
+    // Eager attention gets a float (b, 1, s, s) mask in the embedding
+    // output's dtype, built once per forward; Gemma 2 builds two (full and
+    // sliding window).
+    const std::uint64_t masks = m.type == ModelType::gemma2 ? 2 : 1;
+    add(p.forward_extra, "attention_mask",
+        masks == 1 ? "4-D causal mask for eager attention"
+                   : "4-D causal masks for eager attention (full and sliding)",
+        checked_product(masks, x.b, x.s, x.s), c.t.residual, masks == 1 ? "b·s²" : "2·b·s²",
+        "transformers masking_utils.py create_causal_mask (eager_mask)");
+  }
+  // Under autocast, checkpointed layers' weight casts are not kept by
+  // autograd, but the autocast cache holds them until the autocast context
+  // exits after the loss.
+  if (c.t.autocast && w.checkpoint.kind != CheckpointKind::none) {
+    const std::uint64_t ckpt_layers = w.checkpoint.kind == CheckpointKind::every
+                                          ? ceil_div(m.num_layers, w.checkpoint.every)
+                                          : m.num_layers;
+    for (Inventory* inv : {&p.loss_forward, &p.forward_extra}) {
+      add(*inv, "autocast_weight_cache", "autocast's 16-bit weight casts of the checkpointed layers",
+          checked_mul(ckpt_layers, layer_linear_params(m)), c.t.compute, "layers × linear parameters",
+          "torch autocast_mode.cpp cached_cast (cache lives until autocast exits)");
+    }
+  }
+
+  p.assumptions.emplace_back(
+      "activations",
+      fmt::format("hf profile (transformers + PyTorch {} attention), {}, {}",
+                  w.attention == AttentionImpl::flash ? "SDPA flash" : "eager",
+                  c.t.autocast ? "autocast: fp32 residual stream, 16-bit matmul copies"
+                               : fmt::format("{} activations", name_of(c.t.compute)),
+                  w.dropout.attention > 0 || w.dropout.hidden > 0 ? "dropout on" : "no dropout"));
+  if (w.attention == AttentionImpl::flash && m.attn_logit_softcapping > 0) {
+    p.notes.emplace_back(
+        "Gemma 2 under SDPA: transformers skips the attention-logit soft-capping (only eager applies it); "
+        "use --attention eager for the recommended training setup");
+  }
+  if (w.attention == AttentionImpl::flash && c.t.compute == DType::fp32 &&
+      m.num_key_value_heads != m.num_attention_heads) {
+    p.notes.emplace_back(
+        "fp32 with grouped-query attention: PyTorch SDPA has no fused fp32 kernel for GQA and falls "
+        "back to the math kernel, which keeps score matrices like --attention eager");
+  }
+  return p;
+}
+
+}  // namespace vramcalc::core

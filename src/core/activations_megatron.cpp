@@ -1,0 +1,121 @@
+// The "megatron" activation profile: Korthikanti et al. 2022, "Reducing
+// Activation Recomputation in Large Transformer Models" (arXiv 2205.05198),
+// §4.1 term by term and Table 2, for Megatron-Core's fused kernels.
+//
+// Per layer, with 16-bit activations and 1-byte dropout masks (§4):
+//   attention 11sbh + 5as²b, MLP 19sbh, two LayerNorms 4sbh:
+//   sbh(34 + 5as/h) bytes (Eq. 1);
+//   selective recompute (attention core) drops the 5as²b terms: 34sbh;
+//   full recompute keeps the layer input: 2sbh.
+// The terms are kept as separate tensors, so the same derivation covers
+// grouped-query attention (K and V have k·d columns), a gated MLP (the
+// activation's input is 2I wide), dropout 0 (no masks, the softmax output
+// feeds attention-over-V directly), fp32 activations, and fused (flash)
+// attention, which keeps fp32 softmax statistics instead of the s² terms.
+// With a = k, d = h/a, I = 4h, GeLU, dropout > 0 and 16-bit activations the
+// sum is exactly Table 2's row.
+#include <fmt/format.h>
+
+#include "core/inventory.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+constexpr const char* k_paper = "Korthikanti et al. 2022 (arXiv 2205.05198) §4.1";
+
+void add(Inventory& inv, std::string id, std::string label, std::uint64_t elements, DType dtype,
+         std::string expr, std::string source = k_paper) {
+  inv.push_back(
+      TensorEntry{std::move(id), std::move(label), elements, dtype, std::move(expr), std::move(source)});
+}
+
+}  // namespace
+
+ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
+  const Dims x = dims_of(m, w.batch, w.seq);
+  const Dtypes t = dtypes_of(w);
+  const DType c = t.compute;
+  const std::uint64_t Th = checked_mul(x.T, x.h);
+  const std::uint64_t q = checked_product(x.T, x.a, x.d);
+  const std::uint64_t kv = checked_product(x.T, x.k, x.d);
+  const std::uint64_t scores = checked_product(x.b, x.a, x.s, x.s);
+  const bool attn_dropout = w.dropout.attention > 0;
+  const bool hidden_dropout = w.dropout.hidden > 0;
+  const bool selective = w.checkpoint.kind == CheckpointKind::selective;
+
+  ActivationProfile p;
+  Inventory& L = p.layer;
+  add(L, "attn.layernorm.input", "LayerNorm input (attention block)", Th, c, "s·b·h");
+  add(L, "attn.qkv.input", "QKV projection input", Th, c, "s·b·h");
+  add(L, "attn.q", "Q, kept by QKᵀ", q, c, "s·b·a·d");
+  add(L, "attn.k", "K, kept by QKᵀ", kv, c, "s·b·k·d");
+  if (w.attention == AttentionImpl::eager) {
+    if (!selective) {
+      add(L, "attn.softmax", "softmax output", scores, c, "a·s²·b");
+      if (attn_dropout) {
+        add(L, "attn.softmax_dropout_mask", "softmax dropout mask", scores, DType::boolean, "a·s²·b");
+        add(L, "attn.softmax_dropout_out", "softmax dropout output, kept by attention over V", scores, c,
+            "a·s²·b");
+      }
+    }
+  } else if (!selective) {
+    add(L, "attn.softmax_lse", "fused attention: fp32 softmax statistics per head and query",
+        checked_product(x.b, x.a, x.s), DType::fp32, "b·a·s",
+        "pytorch/flash-attention kernels keep the fp32 log-sum-exp instead of the a·s²·b terms");
+  }
+  add(L, "attn.v", "V, kept by attention over V", kv, c, "s·b·k·d");
+  add(L, "attn.proj.input", "output projection input", q, c, "s·b·a·d");
+  if (hidden_dropout)
+    add(L, "attn.dropout_mask", "attention output dropout mask", Th, DType::boolean, "s·b·h");
+  add(L, "mlp.layernorm.input", "LayerNorm input (MLP block)", Th, c, "s·b·h");
+  add(L, "mlp.fc1.input", "first MLP linear input", Th, c, "s·b·h");
+  const std::uint64_t act_in = checked_product(m.gated_mlp ? 2 : 1, x.T, x.I);
+  add(L, "mlp.act.input", m.gated_mlp ? "gated activation input (2I wide)" : "GeLU input", act_in, c,
+      m.gated_mlp ? "2·s·b·I" : "s·b·I");
+  add(L, "mlp.fc2.input", "second MLP linear input", checked_mul(x.T, x.I), c, "s·b·I");
+  if (hidden_dropout) add(L, "mlp.dropout_mask", "MLP output dropout mask", Th, DType::boolean, "s·b·h");
+
+  // Full recompute keeps the layer input (Table 2, "full": 2sbh).
+  add(p.checkpointed, "checkpoint.layer_input", "layer input, kept by full recompute", Th, c, "s·b·h",
+      std::string(k_paper) + " §5, Table 2");
+
+  // Model level: token ids (Megatron theoretical_memory_usage.py adds 8sb)
+  // and the embedding dropout mask (§4.3).
+  const std::string mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
+  add(p.model, "embedding.input_ids", "token ids (int64)", x.T, DType::int64, "s·b", mg);
+  if (w.dropout.embedding > 0) {
+    add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, "s·b·h",
+        "Korthikanti et al. 2022 §4.3");
+  }
+  // Output layer and loss (§4.3): final LayerNorm input, output projection
+  // input, and fp32 logits for the cross-entropy: 4sbh(1 + v/h) at 16 bits.
+  const std::uint64_t logits = checked_mul(x.T, x.V);
+  add(p.head, "final_layernorm.input", "final LayerNorm input", Th, c, "s·b·h",
+      "Korthikanti et al. 2022 §4.3");
+  add(p.head, "output_layer.input", "output projection input", Th, c, "s·b·h",
+      "Korthikanti et al. 2022 §4.3");
+  add(p.head, "loss.logits_fp32", "fp32 logits kept by the vocab-parallel cross-entropy", logits, DType::fp32,
+      "s·b·v", "Korthikanti et al. 2022 §4.3; Megatron-Core cross_entropy.py");
+
+  // Transients. The cross-entropy upcasts the 16-bit logits, which are
+  // alive during the loss; its backward works in place on the saved fp32
+  // softmax and hands back a 16-bit gradient.
+  const std::string ce = "Megatron-Core tensor_parallel/cross_entropy.py (in-place backward)";
+  if (c != DType::fp32)
+    add(p.loss_forward, "loss.logits", "16-bit logits while the loss runs", logits, c, "s·b·v", ce);
+  add(p.loss_backward, "loss.grad_logits", "gradient of the logits in the compute dtype", logits, c, "s·b·v",
+      ce);
+  add(p.layer_backward, "layer_backward.mlp_grads", "MLP intermediate gradients",
+      checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
+      "derivation from the MLP's backward (vramcalc)");
+
+  const std::string attention =
+      w.attention == AttentionImpl::eager ? "eager attention (a·s²·b score terms)" : "fused attention";
+  p.assumptions.emplace_back(
+      "activations", fmt::format("megatron profile (Korthikanti et al. 2022 Table 2), {}, dropout {}",
+                                 attention, attn_dropout || hidden_dropout ? "on (1-byte masks)" : "off"));
+  return p;
+}
+
+}  // namespace vramcalc::core

@@ -1,0 +1,199 @@
+#include "io/json_reader.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "io/spell.hpp"
+#include "vramcalc/error.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// RFC 6901: '~' is written "~0" and '/' is written "~1".
+std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// nlohmann's message reads "[json.exception.parse_error.101] parse error at
+// line 3, column 5: syntax error ..."; keep only the part after the position,
+// since we print the position ourselves.
+std::string parse_problem(const std::string& what) {
+  const std::string marker = ": ";
+  const std::size_t at = what.find("parse error");
+  if (at == std::string::npos) return what;
+  const std::size_t colon = what.find(marker, at);
+  if (colon == std::string::npos) return what;
+  return what.substr(colon + marker.size());
+}
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text, std::string_view source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.byte is the 1-based offset of the character after the error.
+    const std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    std::size_t line = 1;
+    std::size_t column = 1;
+    for (std::size_t i = 0; i < end; ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        column = 1;
+      } else {
+        ++column;
+      }
+    }
+    if (end > 0 && column > 1) --column;  // point at the offending character itself
+    throw InputError(fmt::format("{}:{}:{}", source, line, column),
+                     "invalid JSON: " + parse_problem(e.what()));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(path, fmt::format("cannot open file: {}", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    throw InputError(path, fmt::format("cannot read file: {}", std::strerror(errno)));
+  }
+  return text.str();
+}
+
+JsonCursor::JsonCursor(const nlohmann::json& node, std::string source, std::string pointer)
+    : m_node(&node), m_source(std::move(source)), m_pointer(std::move(pointer)) {}
+
+std::string JsonCursor::where() const {
+  return m_pointer.empty() ? m_source : m_source + ": " + m_pointer;
+}
+
+std::string pointer_to(const JsonCursor& parent, std::string_view key) {
+  return parent.source() + ": " + parent.pointer() + "/" + escape_pointer_token(key);
+}
+
+void JsonCursor::fail(const std::string& problem) const {
+  throw InputError(where(), problem);
+}
+
+std::string JsonCursor::shown() const {
+  std::string text = m_node->dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+bool JsonCursor::has(std::string_view key) const {
+  return m_node->is_object() && m_node->contains(key);
+}
+
+JsonCursor JsonCursor::child(std::string_view key) const {
+  return JsonCursor(m_node->at(std::string(key)), m_source, m_pointer + "/" + escape_pointer_token(key));
+}
+
+std::optional<JsonCursor> JsonCursor::find(std::string_view key) const {
+  if (!has(key) || m_node->at(std::string(key)).is_null()) return std::nullopt;
+  return child(key);
+}
+
+std::vector<std::string> JsonCursor::keys() const {
+  std::vector<std::string> out;
+  if (!m_node->is_object()) return out;
+  for (const auto& item : m_node->items()) out.push_back(item.key());
+  return out;
+}
+
+JsonCursor JsonCursor::at(std::string_view key) const {
+  if (!m_node->is_object()) fail("expected a JSON object, got " + shown());
+  if (has(key)) return child(key);  // a null is reported by the type check
+  {
+    // A present key that is a near miss of the required one is most likely
+    // the user's typo: point at it.
+    for (const std::string& present : keys()) {
+      if (present == key) continue;
+      if (closest(present, {std::string(key)})) {
+        throw InputError(pointer_to(*this, present), fmt::format("unknown key; did you mean \"{}\"?", key));
+      }
+    }
+  }
+  throw InputError(pointer_to(*this, key), "missing required key");
+}
+
+std::optional<JsonCursor> JsonCursor::find_any(std::initializer_list<std::string_view> keys) const {
+  for (std::string_view k : keys) {
+    if (auto found = find(k)) return found;
+  }
+  return std::nullopt;
+}
+
+JsonCursor JsonCursor::at_any(std::initializer_list<std::string_view> keys) const {
+  if (auto found = find_any(keys)) return *found;
+  return at(*keys.begin());
+}
+
+std::uint64_t JsonCursor::positive_integer() const {
+  const std::uint64_t v = non_negative_integer();
+  if (v == 0) fail("expected a positive integer, got 0");
+  return v;
+}
+
+std::uint64_t JsonCursor::non_negative_integer() const {
+  const auto& n = *m_node;
+  if (n.is_number_unsigned()) return n.get<std::uint64_t>();
+  if (n.is_number_integer()) {
+    fail("expected a non-negative integer, got " + shown());
+  }
+  if (n.is_number_float()) {
+    const double d = n.get<double>();
+    // A float that holds a whole number within range (e.g. 4096.0) is accepted.
+    if (d >= 0 && d < 18446744073709551616.0 && std::floor(d) == d) {
+      return static_cast<std::uint64_t>(d);
+    }
+    fail(d < 0 || std::floor(d) != d ? "expected a non-negative integer, got " + shown()
+                                     : "integer too large for 64 bits: " + shown());
+  }
+  fail("expected an integer, got " + shown());
+}
+
+double JsonCursor::non_negative_number() const {
+  if (!m_node->is_number()) fail("expected a number, got " + shown());
+  const double d = m_node->get<double>();
+  if (!(d >= 0)) fail("expected a non-negative number, got " + shown());
+  return d;
+}
+
+double JsonCursor::probability() const {
+  if (!m_node->is_number()) fail("expected a probability in [0, 1), got " + shown());
+  const double d = m_node->get<double>();
+  if (!(d >= 0 && d < 1)) fail("expected a probability in [0, 1), got " + shown());
+  return d;
+}
+
+bool JsonCursor::boolean() const {
+  if (!m_node->is_boolean()) fail("expected true or false, got " + shown());
+  return m_node->get<bool>();
+}
+
+std::string JsonCursor::string() const {
+  if (!m_node->is_string()) fail("expected a string, got " + shown());
+  return m_node->get<std::string>();
+}
+
+}  // namespace vramcalc::io

@@ -1,0 +1,466 @@
+// Hugging Face config.json → ModelSpec.
+//
+// Key names and defaults follow each family's configuration class in
+// transformers (src/transformers/models/<type>/configuration_<type>.py), so a
+// config.json from a model repository loads as it is. Keys vramcalc does not
+// use are ignored; a required key that is missing is reported, pointing at a
+// present key that looks like a typo of it.
+#include <algorithm>
+#include <array>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "io/embedded_data.hpp"
+#include "io/json_reader.hpp"
+#include "io/model_reader.hpp"
+#include "io/spell.hpp"
+#include "vramcalc/error.hpp"
+#include "vramcalc/io.hpp"
+#include "vramcalc/parameters.hpp"
+
+namespace vramcalc {
+
+std::string_view name_of(ModelType t) {
+  switch (t) {
+    case ModelType::llama:
+      return "llama";
+    case ModelType::mistral:
+      return "mistral";
+    case ModelType::qwen2:
+      return "qwen2";
+    case ModelType::qwen3:
+      return "qwen3";
+    case ModelType::gemma:
+      return "gemma";
+    case ModelType::gemma2:
+      return "gemma2";
+    case ModelType::phi3:
+      return "phi3";
+    case ModelType::gpt2:
+      return "gpt2";
+  }
+  return "?";
+}
+
+namespace {
+
+using io::JsonCursor;
+
+constexpr std::array k_model_types = {ModelType::llama, ModelType::mistral, ModelType::qwen2,
+                                      ModelType::qwen3, ModelType::gemma,   ModelType::gemma2,
+                                      ModelType::phi3,  ModelType::gpt2};
+
+std::vector<std::string> model_type_names() {
+  std::vector<std::string> out;
+  for (ModelType t : k_model_types) out.emplace_back(name_of(t));
+  return out;
+}
+
+ModelType read_model_type(const JsonCursor& root) {
+  const JsonCursor c = root.at("model_type");
+  const std::string text = c.string();
+  for (ModelType t : k_model_types) {
+    if (name_of(t) == text) return t;
+  }
+  const auto names = model_type_names();
+  c.fail(fmt::format("unknown model type \"{}\"{} (supported: {})", text, io::did_you_mean(text, names),
+                     io::join(names)));
+}
+
+// transformers' activation names (src/transformers/activations.py, ACT2CLS).
+Activation read_activation(const JsonCursor& c) {
+  const std::string text = c.string();
+  if (text == "silu" || text == "swish") return Activation::silu;
+  if (text == "gelu_pytorch_tanh" || text == "gelu_fast") return Activation::gelu_tanh;
+  if (text == "gelu_new") return Activation::gelu_new;
+  if (text == "gelu") return Activation::gelu;
+  const std::vector<std::string> known = {"silu",     "swish", "gelu", "gelu_new", "gelu_pytorch_tanh",
+                                          "gelu_fast"};
+  c.fail(fmt::format("unsupported activation \"{}\"{} (supported: {})", text, io::did_you_mean(text, known),
+                     io::join(known)));
+}
+
+double optional_probability(const JsonCursor& root, std::string_view key) {
+  if (auto c = root.find(key)) return c->probability();
+  return 0.0;
+}
+
+double optional_number(const JsonCursor& root, std::string_view key) {
+  if (auto c = root.find(key)) return c->non_negative_number();
+  return 0.0;
+}
+
+bool optional_bool(const JsonCursor& root, std::string_view key, bool fallback) {
+  if (auto c = root.find(key)) return c->boolean();
+  return fallback;
+}
+
+// head_dim: explicit when the config has it; otherwise the family default of
+// its configuration class (hidden_size / num_attention_heads for Llama-style
+// configs; Gemma's and Qwen3's classes default it explicitly).
+std::uint64_t read_head_dim(const JsonCursor& root, ModelType type, std::uint64_t hidden,
+                            std::uint64_t heads) {
+  if (auto c = root.find("head_dim")) return c->positive_integer();
+  switch (type) {
+    case ModelType::gemma:
+    case ModelType::gemma2:
+      return 256;  // GemmaConfig / Gemma2Config default
+    case ModelType::qwen3:
+      return 128;  // Qwen3Config default
+    default:
+      break;
+  }
+  if (hidden % heads != 0) {
+    throw InputError(io::pointer_to(root, "head_dim"),
+                     fmt::format("missing, and hidden_size ({}) is not divisible by "
+                                 "num_attention_heads ({}) to derive it",
+                                 hidden, heads));
+  }
+  return hidden / heads;
+}
+
+// Sliding-window layers. A "layer_types" list (newer configs) is exact;
+// otherwise each family's rule from its modeling code.
+void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
+  const auto window = root.find("sliding_window");
+  if (!window) return;
+  const std::uint64_t w = window->positive_integer();
+  std::uint64_t layers = 0;
+  if (auto types = root.find("layer_types")) {
+    if (!types->json().is_array()) types->fail("expected an array of strings, got " + types->shown());
+    if (types->json().size() != m.num_layers) {
+      types->fail(
+          fmt::format("has {} entries but num_hidden_layers is {}", types->json().size(), m.num_layers));
+    }
+    for (const auto& t : types->json()) {
+      if (t.is_string() && t.get<std::string>() == "sliding_attention") ++layers;
+    }
+  } else {
+    switch (m.type) {
+      case ModelType::mistral:
+      case ModelType::phi3:
+        layers = m.num_layers;
+        break;
+      case ModelType::gemma2:
+        layers = (m.num_layers + 1) / 2;
+        break;  // even-indexed layers
+      case ModelType::qwen2:
+      case ModelType::qwen3:
+        if (optional_bool(root, "use_sliding_window", false)) {
+          std::uint64_t first = 0;
+          if (auto c = root.find("max_window_layers")) first = c->non_negative_integer();
+          layers = m.num_layers > first ? m.num_layers - first : 0;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (layers > 0) {
+    m.sliding_window = w;
+    m.sliding_window_layers = layers;
+  }
+}
+
+void read_gpt2(const JsonCursor& root, ModelSpec& m) {
+  // GPT2Config's own names, with the attribute_map aliases it also accepts.
+  m.hidden_size = root.at_any({"n_embd", "hidden_size"}).positive_integer();
+  m.num_layers = root.at_any({"n_layer", "num_hidden_layers"}).positive_integer();
+  m.num_attention_heads = root.at_any({"n_head", "num_attention_heads"}).positive_integer();
+  m.max_position_embeddings = root.at_any({"n_positions", "max_position_embeddings"}).positive_integer();
+  m.vocab_size = root.at("vocab_size").positive_integer();
+  m.num_key_value_heads = m.num_attention_heads;
+  if (m.hidden_size % m.num_attention_heads != 0) {
+    throw InputError(
+        io::pointer_to(root, "n_head"),
+        fmt::format("n_embd ({}) is not divisible by n_head ({})", m.hidden_size, m.num_attention_heads));
+  }
+  m.head_dim = m.hidden_size / m.num_attention_heads;
+  // n_inner: null means 4 × n_embd (GPT2MLP in modeling_gpt2.py).
+  if (auto inner = root.find("n_inner")) {
+    m.intermediate_size = inner->positive_integer();
+  } else {
+    m.intermediate_size = m.hidden_size * 4;
+  }
+  m.learned_positions = true;
+  m.norm = NormKind::layer_norm;
+  m.norms_per_layer = 2;
+  m.gated_mlp = false;
+  m.activation = Activation::gelu_new;
+  if (auto act = root.find("activation_function")) m.activation = read_activation(*act);
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.fused_qkv = true;
+  // GPT2Config leaves tie_word_embeddings to PretrainedConfig, whose default is true;
+  // its dropout defaults are 0.1 (configuration_gpt2.py).
+  m.tie_word_embeddings = optional_bool(root, "tie_word_embeddings", true);
+  m.attention_dropout = root.has("attn_pdrop") ? optional_probability(root, "attn_pdrop") : 0.1;
+  m.hidden_dropout = root.has("resid_pdrop") ? optional_probability(root, "resid_pdrop") : 0.1;
+  m.embedding_dropout = root.has("embd_pdrop") ? optional_probability(root, "embd_pdrop") : 0.1;
+}
+
+void read_llama_style(const JsonCursor& root, ModelSpec& m) {
+  m.hidden_size = root.at("hidden_size").positive_integer();
+  m.intermediate_size = root.at("intermediate_size").positive_integer();
+  m.num_layers = root.at("num_hidden_layers").positive_integer();
+  m.num_attention_heads = root.at("num_attention_heads").positive_integer();
+  m.num_key_value_heads = m.num_attention_heads;  // every configuration class's default
+  if (auto kv = root.find("num_key_value_heads")) m.num_key_value_heads = kv->positive_integer();
+  if (m.num_attention_heads % m.num_key_value_heads != 0) {
+    throw InputError(io::pointer_to(root, "num_key_value_heads"),
+                     fmt::format("num_attention_heads ({}) is not divisible by "
+                                 "num_key_value_heads ({})",
+                                 m.num_attention_heads, m.num_key_value_heads));
+  }
+  m.vocab_size = root.at("vocab_size").positive_integer();
+  m.head_dim = read_head_dim(root, m.type, m.hidden_size, m.num_attention_heads);
+  m.max_position_embeddings = 2048;  // LlamaConfig default; most configs set it
+  if (auto c = root.find("max_position_embeddings")) m.max_position_embeddings = c->positive_integer();
+
+  m.norm = NormKind::rms_norm;
+  m.norms_per_layer = m.type == ModelType::gemma2 ? 4 : 2;
+  m.qk_norm = m.type == ModelType::qwen3;
+  m.gated_mlp = true;
+  m.fused_qkv = m.type == ModelType::phi3;
+
+  // Activation: hidden_act, or Gemma's hidden_activation, which transformers
+  // prefers (Gemma uses the tanh approximation even when hidden_act says "gelu").
+  const bool gemma = m.type == ModelType::gemma || m.type == ModelType::gemma2;
+  if (gemma) {
+    m.activation = Activation::gelu_tanh;
+    if (auto act = root.find("hidden_activation")) m.activation = read_activation(*act);
+  } else if (auto act = root.find("hidden_act")) {
+    m.activation = read_activation(*act);
+  }
+
+  // Biases: Qwen2 has q/k/v biases always; Llama, Qwen3 and Gemma follow
+  // attention_bias (q, k, v and o) and Llama mlp_bias; Mistral and Phi-3 have none.
+  switch (m.type) {
+    case ModelType::qwen2:
+      m.qkv_bias = true;
+      break;
+    case ModelType::llama:
+    case ModelType::qwen3:
+    case ModelType::gemma:
+    case ModelType::gemma2:
+      m.qkv_bias = m.o_bias = optional_bool(root, "attention_bias", false);
+      break;
+    default:
+      break;
+  }
+  if (m.type == ModelType::llama) m.mlp_bias = optional_bool(root, "mlp_bias", false);
+
+  // Tied embeddings: true by default for Gemma, false for the others
+  // (each configuration class sets its own default).
+  m.tie_word_embeddings = optional_bool(root, "tie_word_embeddings", gemma);
+
+  m.attention_dropout = optional_probability(root, "attention_dropout");
+  if (m.type == ModelType::phi3) {
+    m.hidden_dropout = optional_probability(root, "resid_pdrop");
+    m.embedding_dropout = optional_probability(root, "embd_pdrop");
+  }
+  if (m.type == ModelType::gemma2) {
+    m.attn_logit_softcapping = optional_number(root, "attn_logit_softcapping");
+    m.final_logit_softcapping = optional_number(root, "final_logit_softcapping");
+  }
+  read_sliding_window(root, m);
+}
+
+// Keys this reader uses, and keys of Hugging Face configs it deliberately
+// ignores. A present key that is neither, and is a near miss of a used key
+// the config lacks, is a typo that would otherwise silently change the model.
+const std::vector<std::string>& used_keys() {
+  static const std::vector<std::string> keys = {"model_type",
+                                                "source",
+                                                "hidden_size",
+                                                "intermediate_size",
+                                                "num_hidden_layers",
+                                                "num_attention_heads",
+                                                "num_key_value_heads",
+                                                "vocab_size",
+                                                "head_dim",
+                                                "max_position_embeddings",
+                                                "hidden_act",
+                                                "hidden_activation",
+                                                "attention_bias",
+                                                "mlp_bias",
+                                                "tie_word_embeddings",
+                                                "attention_dropout",
+                                                "resid_pdrop",
+                                                "embd_pdrop",
+                                                "attn_pdrop",
+                                                "attn_logit_softcapping",
+                                                "final_logit_softcapping",
+                                                "sliding_window",
+                                                "layer_types",
+                                                "use_sliding_window",
+                                                "max_window_layers",
+                                                "n_embd",
+                                                "n_layer",
+                                                "n_head",
+                                                "n_positions",
+                                                "n_inner",
+                                                "activation_function",
+                                                "workload",
+                                                "model"};
+  return keys;
+}
+
+const std::vector<std::string>& ignored_keys() {
+  static const std::vector<std::string> keys = {"architectures",
+                                                "auto_map",
+                                                "bos_token_id",
+                                                "eos_token_id",
+                                                "pad_token_id",
+                                                "torch_dtype",
+                                                "dtype",
+                                                "transformers_version",
+                                                "use_cache",
+                                                "rope_theta",
+                                                "rope_scaling",
+                                                "rms_norm_eps",
+                                                "initializer_range",
+                                                "pretraining_tp",
+                                                "layer_norm_epsilon",
+                                                "layer_norm_eps",
+                                                "n_ctx",
+                                                "original_max_position_embeddings",
+                                                "partial_rotary_factor",
+                                                "query_pre_attn_scalar",
+                                                "cache_implementation",
+                                                "_name_or_path",
+                                                "attn_implementation",
+                                                "quantization_config",
+                                                "scale_attn_weights",
+                                                "reorder_and_upcast_attn",
+                                                "scale_attn_by_inverse_layer_idx",
+                                                "task_specific_params",
+                                                "summary_type",
+                                                "summary_use_proj",
+                                                "summary_activation",
+                                                "summary_proj_to_labels",
+                                                "summary_first_dropout",
+                                                "rope_parameters",
+                                                "head_dim_scale"};
+  return keys;
+}
+
+void reject_near_misses(const JsonCursor& root) {
+  const auto& used = used_keys();
+  const auto& ignored = ignored_keys();
+  std::vector<std::string> absent;
+  for (const std::string& k : used) {
+    if (!root.has(k)) absent.push_back(k);
+  }
+  for (const std::string& key : root.keys()) {
+    if (std::find(used.begin(), used.end(), key) != used.end()) continue;
+    if (std::find(ignored.begin(), ignored.end(), key) != ignored.end()) continue;
+    if (auto near = io::closest(key, absent)) {
+      throw InputError(io::pointer_to(root, key), fmt::format("unknown key; did you mean \"{}\"?", *near));
+    }
+  }
+}
+
+}  // namespace
+
+namespace io {
+
+ModelSpec read_model(const JsonCursor& root, std::string name) {
+  if (!root.is_object()) {
+    root.fail("expected a JSON object (a Hugging Face config.json), got " + root.shown());
+  }
+  ModelSpec m;
+  m.name = std::move(name);
+  if (auto s = root.find("source")) m.source = s->string();
+  m.type = read_model_type(root);
+  reject_near_misses(root);
+  if (m.type == ModelType::gpt2) {
+    read_gpt2(root, m);
+  } else {
+    read_llama_style(root, m);
+  }
+  // An architecture whose parameter count overflows 64 bits is refused here,
+  // naming the input, rather than failing later inside a formula.
+  try {
+    (void)count_parameters(m);
+  } catch (const OverflowError&) {
+    root.fail(
+        fmt::format("the parameter count does not fit in 64 bits (hidden_size {}, "
+                    "num_hidden_layers {}, vocab_size {})",
+                    m.hidden_size, m.num_layers, m.vocab_size));
+  }
+  return m;
+}
+
+}  // namespace io
+
+ModelSpec parse_model(std::string_view json_text, std::string_view source, std::string_view name) {
+  const nlohmann::json doc = io::parse_json(json_text, source);
+  return io::read_model(io::JsonCursor(doc, std::string(source)), std::string(name));
+}
+
+namespace {
+
+std::string preset_name_of(const std::string& file) {
+  return file.substr(0, file.size() - std::string_view(".json").size());
+}
+
+bool is_preset_file(const std::string& file) {
+  return file.size() > 5 && file.ends_with(".json") && file != "gpus.json";
+}
+
+}  // namespace
+
+namespace io {
+
+std::optional<ModelSpec> find_preset(std::string_view name) {
+  for (const auto& f : embedded_files()) {
+    const std::string file(f.name);
+    if (is_preset_file(file) && preset_name_of(file) == name) {
+      return parse_model(f.text, "models/" + file, name);
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (const auto& f : embedded_files()) {
+    const std::string file(f.name);
+    if (is_preset_file(file)) names.push_back(preset_name_of(file));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool looks_like_path(std::string_view arg) {
+  return arg.ends_with(".json") || arg.find('/') != std::string_view::npos;
+}
+
+}  // namespace io
+
+std::vector<PresetInfo> presets() {
+  std::vector<PresetInfo> out;
+  for (const auto& f : io::embedded_files()) {
+    const std::string file(f.name);
+    if (!is_preset_file(file)) continue;
+    const nlohmann::json doc = io::parse_json(f.text, "models/" + file);
+    out.push_back({preset_name_of(file), doc.value("model_type", ""), doc.value("source", "")});
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+ModelSpec load_model(std::string_view name_or_path) {
+  if (auto preset = io::find_preset(name_or_path)) return *preset;
+  const std::string arg(name_or_path);
+  std::error_code ec;
+  if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
+    return parse_model(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
+  }
+  throw InputError("", fmt::format("unknown model \"{}\"{} (run \"vramcalc models\" for the "
+                                   "presets, or give the path of a config.json)",
+                                   arg, io::did_you_mean(arg, io::preset_names())));
+}
+
+}  // namespace vramcalc

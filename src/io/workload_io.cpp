@@ -1,0 +1,404 @@
+// Workload settings: parsing (flags and plan files), defaults, and the rules
+// that tie settings to each other and to the model.
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <filesystem>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "io/json_reader.hpp"
+#include "io/model_reader.hpp"
+#include "io/spell.hpp"
+#include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
+#include "vramcalc/io.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+template <class E>
+struct Choice {
+  std::string_view name;
+  E value;
+};
+
+constexpr std::array k_modes = {Choice<Mode>{"infer", Mode::infer}, Choice<Mode>{"train", Mode::train}};
+constexpr std::array k_dtypes = {Choice<DType>{"fp32", DType::fp32}, Choice<DType>{"bf16", DType::bf16},
+                                 Choice<DType>{"fp16", DType::fp16}, Choice<DType>{"fp8", DType::fp8}};
+constexpr std::array k_precisions = {Choice<Precision>{"fp32", Precision::fp32},
+                                     Choice<Precision>{"amp", Precision::amp},
+                                     Choice<Precision>{"mixed", Precision::mixed},
+                                     Choice<Precision>{"mixed-fp32-grads", Precision::mixed_fp32_grads},
+                                     Choice<Precision>{"pure", Precision::pure}};
+constexpr std::array k_optimizers = {Choice<Optimizer>{"adamw", Optimizer::adamw},
+                                     Choice<Optimizer>{"adam", Optimizer::adam},
+                                     Choice<Optimizer>{"sgd", Optimizer::sgd},
+                                     Choice<Optimizer>{"sgd-momentum", Optimizer::sgd_momentum},
+                                     Choice<Optimizer>{"lion", Optimizer::lion},
+                                     Choice<Optimizer>{"adafactor", Optimizer::adafactor},
+                                     Choice<Optimizer>{"adamw-8bit", Optimizer::adamw_8bit},
+                                     Choice<Optimizer>{"none", Optimizer::none}};
+constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
+                                     Choice<Framework>{"megatron", Framework::megatron}};
+constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImpl::flash},
+                                     Choice<AttentionImpl>{"eager", AttentionImpl::eager}};
+constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
+
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<Choice<E>, N>& table, E value) {
+  for (const auto& c : table) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+template <class E, std::size_t N>
+std::vector<std::string> names_in(const std::array<Choice<E>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& c : table) out.emplace_back(c.name);
+  return out;
+}
+
+template <class E, std::size_t N>
+E parse_choice(const std::array<Choice<E>, N>& table, std::string_view text, const std::string& origin) {
+  for (const auto& c : table) {
+    if (c.name == text) return c.value;
+  }
+  const auto names = names_in(table);
+  throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                       io::did_you_mean(text, names), io::join(names)));
+}
+
+std::uint64_t parse_integer(std::string_view text, const std::string& origin, bool positive) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const std::string expected = positive ? "a positive integer" : "a non-negative integer";
+  if (ec == std::errc::result_out_of_range) {
+    throw InputError(origin, fmt::format("integer too large for 64 bits: \"{}\"", text));
+  }
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    throw InputError(origin, fmt::format("expected {}, got \"{}\"", expected, text));
+  }
+  if (positive && value == 0) throw InputError(origin, "expected a positive integer, got 0");
+  return value;
+}
+
+double parse_probability(std::string_view text, const std::string& origin) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !(value >= 0 && value < 1)) {
+    throw InputError(origin, fmt::format("expected a probability in [0, 1), got \"{}\"", text));
+  }
+  return value;
+}
+
+Checkpointing parse_checkpoint(std::string_view text, const std::string& origin) {
+  if (text == "none") return {CheckpointKind::none, 0};
+  if (text == "full") return {CheckpointKind::full, 0};
+  if (text == "selective") return {CheckpointKind::selective, 0};
+  if (text.starts_with("every:")) {
+    const std::string_view k = text.substr(6);
+    std::uint64_t every = 0;
+    const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
+    if (ec != std::errc() || ptr != k.data() + k.size() || every == 0) {
+      throw InputError(origin, fmt::format("every:K needs a whole number K ≥ 1, got \"{}\"", text));
+    }
+    return {CheckpointKind::every, every};
+  }
+  const std::vector<std::string> names = {"none", "full", "selective", "every:K"};
+  throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                       io::did_you_mean(text, names), io::join(names)));
+}
+
+std::uint32_t parse_zero(std::string_view text, const std::string& origin) {
+  if (text.size() == 1 && text[0] >= '0' && text[0] <= '3') {
+    return static_cast<std::uint32_t>(text[0] - '0');
+  }
+  throw InputError(origin, fmt::format("expected 0, 1, 2 or 3, got \"{}\"", text));
+}
+
+template <class T>
+void put(std::optional<Given<T>>& slot, T value, std::string origin) {
+  slot = Given<T>{std::move(value), std::move(origin)};
+}
+
+}  // namespace
+
+std::string_view name_of(Mode m) {
+  return name_in(k_modes, m);
+}
+std::string_view name_of(Precision p) {
+  return name_in(k_precisions, p);
+}
+std::string_view name_of(Optimizer o) {
+  return name_in(k_optimizers, o);
+}
+std::string_view name_of(Framework f) {
+  return name_in(k_frameworks, f);
+}
+std::string_view name_of(AttentionImpl a) {
+  return name_in(k_attentions, a);
+}
+std::string_view name_of(CheckpointKind c) {
+  switch (c) {
+    case CheckpointKind::none:
+      return "none";
+    case CheckpointKind::full:
+      return "full";
+    case CheckpointKind::selective:
+      return "selective";
+    case CheckpointKind::every:
+      return "every";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& workload_keys() {
+  static const std::vector<std::string> keys = {
+      "mode",    "batch",      "seq", "dtype", "kv_dtype", "precision", "optimizer", "framework", "attention",
+      "dropout", "checkpoint", "dp",  "zero",  "fsdp",     "overhead",  "gpu",       "gpu_mem"};
+  return keys;
+}
+
+void set_from_text(WorkloadInput& in, std::string_view key, std::string_view text, std::string origin) {
+  if (key == "mode") return put(in.mode, parse_choice(k_modes, text, origin), origin);
+  if (key == "batch") return put(in.batch, parse_integer(text, origin, true), origin);
+  if (key == "seq") return put(in.seq, parse_integer(text, origin, true), origin);
+  if (key == "dtype") return put(in.dtype, parse_choice(k_dtypes, text, origin), origin);
+  if (key == "kv_dtype") return put(in.kv_dtype, parse_choice(k_dtypes, text, origin), origin);
+  if (key == "precision") return put(in.precision, parse_choice(k_precisions, text, origin), origin);
+  if (key == "optimizer") return put(in.optimizer, parse_choice(k_optimizers, text, origin), origin);
+  if (key == "framework") return put(in.framework, parse_choice(k_frameworks, text, origin), origin);
+  if (key == "attention") return put(in.attention, parse_choice(k_attentions, text, origin), origin);
+  if (key == "dropout") return put(in.dropout, parse_probability(text, origin), origin);
+  if (key == "checkpoint") return put(in.checkpoint, parse_checkpoint(text, origin), origin);
+  if (key == "dp") return put(in.dp, parse_integer(text, origin, true), origin);
+  if (key == "zero") return put(in.zero, parse_zero(text, origin), origin);
+  if (key == "fsdp") return put(in.fsdp, parse_choice(k_fsdp, text, origin), origin);
+  if (key == "overhead") return put(in.overhead, parse_size(text, origin), origin);
+  if (key == "gpu") return put(in.gpu, std::string(text), origin);
+  if (key == "gpu_mem") return put(in.gpu_mem, parse_size(text, origin), origin);
+  throw InputError(origin, fmt::format("unknown workload key{}", io::did_you_mean(key, workload_keys())));
+}
+
+namespace {
+
+// A plan file's "workload" object: the same keys as the flags, with JSON
+// types (integers for counts, strings for names and sizes).
+WorkloadInput read_workload(const io::JsonCursor& w) {
+  if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
+  WorkloadInput in;
+  const std::vector<std::string> integer_keys = {"batch", "seq", "dp", "zero"};
+  for (const std::string& key : w.keys()) {
+    const io::JsonCursor value = w.at(key);
+    const std::string origin = value.where();
+    const auto& known = workload_keys();
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      value.fail(fmt::format("unknown workload key{}", io::did_you_mean(key, known)));
+    }
+    if (std::find(integer_keys.begin(), integer_keys.end(), key) != integer_keys.end()) {
+      const std::uint64_t n = key == "zero" ? value.non_negative_integer() : value.positive_integer();
+      set_from_text(in, key, std::to_string(n), origin);
+    } else if (key == "dropout") {
+      put(in.dropout, value.probability(), origin);
+    } else if ((key == "overhead" || key == "gpu_mem") && value.json().is_number()) {
+      set_from_text(in, key, std::to_string(value.non_negative_integer()), origin);
+    } else {
+      set_from_text(in, key, value.string(), origin);
+    }
+  }
+  return in;
+}
+
+template <class T>
+void take(std::optional<Given<T>>& base, const std::optional<Given<T>>& top) {
+  if (top) base = top;
+}
+
+[[noreturn]] void conflict(const std::string& origin, const std::string& problem) {
+  throw InputError(origin, problem);
+}
+
+}  // namespace
+
+void overlay(WorkloadInput& base, const WorkloadInput& top) {
+  take(base.mode, top.mode);
+  take(base.batch, top.batch);
+  take(base.seq, top.seq);
+  take(base.dtype, top.dtype);
+  take(base.kv_dtype, top.kv_dtype);
+  take(base.precision, top.precision);
+  take(base.optimizer, top.optimizer);
+  take(base.framework, top.framework);
+  take(base.attention, top.attention);
+  take(base.dropout, top.dropout);
+  take(base.checkpoint, top.checkpoint);
+  take(base.dp, top.dp);
+  take(base.zero, top.zero);
+  take(base.fsdp, top.fsdp);
+  take(base.overhead, top.overhead);
+  take(base.gpu, top.gpu);
+  take(base.gpu_mem, top.gpu_mem);
+}
+
+PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
+  PlanRequest r;
+  Workload& w = r.workload;
+  auto pick = [&r](const auto& given, auto fallback, const char* key) {
+    if (given) return given->value;
+    r.defaulted.emplace_back(key);
+    return fallback;
+  };
+
+  w.mode = pick(in.mode, Mode::infer, "mode");
+  w.framework = pick(in.framework, Framework::hf, "framework");
+  const bool train = w.mode == Mode::train;
+  auto train_only = [&](const auto& given, std::string_view what) {
+    if (given && !train) {
+      conflict(given->origin, fmt::format("{} applies to --mode train only", what));
+    }
+  };
+  train_only(in.precision, "the precision regime");
+  train_only(in.optimizer, "the optimizer");
+  train_only(in.checkpoint, "activation checkpointing");
+  train_only(in.dropout, "dropout");
+  train_only(in.zero, "ZeRO sharding");
+  train_only(in.fsdp, "FSDP sharding");
+  if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
+  if (w.framework == Framework::megatron && !train) {
+    conflict(in.framework->origin,
+             "the megatron profile models training; use --mode train, or --framework hf for inference");
+  }
+
+  w.batch = pick(in.batch, std::uint64_t{1}, "batch");
+  w.seq = pick(in.seq, std::min<std::uint64_t>(4096, model.max_position_embeddings), "seq");
+  if (model.learned_positions && w.seq > model.max_position_embeddings) {
+    conflict(in.seq->origin, fmt::format("{} exceeds the {} positions of {}'s learned position embeddings",
+                                         w.seq, model.max_position_embeddings, model.name));
+  }
+
+  w.dtype = pick(in.dtype, DType::bf16, "dtype");
+  w.attention = pick(in.attention, AttentionImpl::flash, "attention");
+  w.dp = pick(in.dp, std::uint64_t{1}, "dp");
+
+  if (train) {
+    if (w.dtype == DType::fp8) {
+      conflict(in.dtype->origin,
+               "fp8 training (Transformer Engine) is not modelled yet; use bf16 or fp16 here");
+    }
+    // Precision: explicit, else fp32 when --dtype fp32, else the framework's regime.
+    const Precision framework_default =
+        w.framework == Framework::hf ? Precision::amp : Precision::mixed_fp32_grads;
+    if (in.precision) {
+      w.precision = in.precision->value;
+      const bool fp32_regime = w.precision == Precision::fp32;
+      if (in.dtype && fp32_regime != (w.dtype == DType::fp32)) {
+        conflict(in.precision->origin,
+                 fmt::format("{} contradicts {} {}: fp32 precision computes in fp32, the others in "
+                             "16-bit",
+                             name_of(w.precision), in.dtype->origin, name_of(w.dtype)));
+      }
+      if (fp32_regime) w.dtype = DType::fp32;
+    } else {
+      w.precision = w.dtype == DType::fp32 ? Precision::fp32 : framework_default;
+      r.defaulted.emplace_back("precision");
+    }
+    if (w.framework == Framework::megatron && w.precision == Precision::amp) {
+      conflict(in.precision->origin,
+               "megatron keeps 16-bit parameters and does not use torch.autocast; use "
+               "mixed-fp32-grads (its default), mixed or pure");
+    }
+    w.optimizer = pick(in.optimizer, Optimizer::adamw, "optimizer");
+    w.checkpoint = pick(in.checkpoint, Checkpointing{}, "checkpoint");
+    if (w.checkpoint.kind == CheckpointKind::selective && w.framework == Framework::hf) {
+      conflict(in.checkpoint->origin,
+               "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
+               "--framework hf use full or every:K");
+    }
+    if (in.dropout) {
+      w.dropout = {in.dropout->value, in.dropout->value, in.dropout->value};
+    } else {
+      r.defaulted.emplace_back("dropout");
+      // Megatron's GPT default is 0.1 for attention and hidden dropout
+      // (megatron/training/arguments.py); Hugging Face uses the model config.
+      w.dropout = w.framework == Framework::megatron
+                      ? Dropout{0.1, 0.1, 0.1}
+                      : Dropout{model.attention_dropout, model.hidden_dropout, model.embedding_dropout};
+    }
+    if (in.zero && in.fsdp && in.zero->value != in.fsdp->value) {
+      conflict(in.fsdp->origin, fmt::format("FSDP {} is ZeRO stage {}, but {} {} was given; use one of them",
+                                            in.fsdp->value == 3 ? "full" : "grad-op", in.fsdp->value,
+                                            in.zero->origin, in.zero->value));
+    }
+    w.zero = in.fsdp ? in.fsdp->value : pick(in.zero, std::uint32_t{0}, "zero");
+    w.kv_dtype = w.dtype;
+  } else {
+    w.optimizer = Optimizer::none;
+    w.kv_dtype = pick(in.kv_dtype, w.dtype, "kv_dtype");
+  }
+
+  if (in.gpu && in.gpu_mem) {
+    conflict(in.gpu_mem->origin,
+             fmt::format("give either {} or {}, not both", in.gpu->origin, in.gpu_mem->origin));
+  }
+  if (in.gpu) r.gpu = find_gpu(in.gpu->value, in.gpu->origin);
+  if (in.gpu_mem) {
+    if (in.gpu_mem->value == 0) conflict(in.gpu_mem->origin, "expected a size above 0");
+    r.gpu = Gpu{"custom", "custom capacity", "", in.gpu_mem->value, "given as " + in.gpu_mem->origin, ""};
+  }
+  // Runtime overhead: --overhead gives the whole of it; otherwise the CUDA
+  // context plus cuBLAS workspaces sized for the GPU's architecture.
+  if (in.overhead) {
+    w.runtime_overhead = in.overhead->value;
+  } else {
+    r.defaulted.emplace_back("overhead");
+    w.runtime_overhead = default_runtime_overhead();
+    w.cublas_workspace = cublas_workspace_bytes(r.gpu ? std::string_view(r.gpu->arch) : std::string_view());
+  }
+  r.model = std::move(model);
+  return r;
+}
+
+PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
+  const std::string arg(model_arg);
+  WorkloadInput input;
+  ModelSpec model;
+  std::error_code ec;
+  if (auto preset = io::find_preset(arg)) {
+    model = std::move(*preset);
+  } else if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
+    const std::string text = io::read_file(arg);
+    const nlohmann::json doc = io::parse_json(text, arg);
+    const io::JsonCursor root(doc, arg);
+    if (!doc.is_object()) root.fail("expected a JSON object, got " + root.shown());
+    if (auto w = root.find("workload")) input = read_workload(*w);
+    const std::string stem = std::filesystem::path(arg).stem().string();
+    if (auto m = root.find("model")) {
+      // A plan file: "model" names a preset, or holds a config object inline.
+      if (m->is_object()) {
+        model = io::read_model(*m, stem);
+      } else {
+        const std::string name = m->string();
+        auto found = io::find_preset(name);
+        if (!found) {
+          m->fail(fmt::format("unknown preset \"{}\"{} (run \"vramcalc models\" for the list)", name,
+                              io::did_you_mean(name, io::preset_names())));
+        }
+        model = std::move(*found);
+      }
+    } else {
+      model = io::read_model(root, stem);
+    }
+  } else {
+    model = load_model(arg);  // raises the "unknown model" error with a suggestion
+  }
+  overlay(input, flags);
+  return resolve(std::move(model), input);
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,57 @@
+#include "render/common.hpp"
+
+#include <fmt/format.h>
+
+namespace vramcalc::render_detail {
+
+std::string checkpoint_text(const Checkpointing& c) {
+  if (c.kind == CheckpointKind::every) return fmt::format("every:{}", c.every);
+  return std::string(name_of(c.kind));
+}
+
+std::string workload_line(const PlanResult& p) {
+  const Workload& w = p.request.workload;
+  if (w.mode == Mode::infer) {
+    return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}",
+                       w.batch, w.seq, name_of(w.dtype), name_of(w.kv_dtype), name_of(w.framework),
+                       name_of(w.attention), w.dp);
+  }
+  return fmt::format("train, batch {} × seq {}, {} {}, {}, {} ({} attention), checkpoint {}, dp {}, zero {}",
+                     w.batch, w.seq, name_of(w.dtype), name_of(w.precision), name_of(w.optimizer),
+                     name_of(w.framework), name_of(w.attention), checkpoint_text(w.checkpoint), w.dp, w.zero);
+}
+
+std::uint64_t at_peak(const Budget& b, Component c) {
+  if (c == Component::runtime_overhead) return b.components[static_cast<std::size_t>(c)];
+  if (b.phases.empty()) return 0;
+  return b.phases[b.peak_phase].live[static_cast<std::size_t>(c)];
+}
+
+Component largest_at_peak(const Budget& b) {
+  Component best = Component::weights;
+  for (std::size_t i = 0; i < k_component_count; ++i) {
+    const auto c = static_cast<Component>(i);
+    if (at_peak(b, c) > at_peak(b, best)) best = c;
+  }
+  return best;
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  if (whole == 0) return "0.0%";
+  const std::uint64_t tenths = (mul_div(part, 2000, whole) + 1) / 2;  // rounded half up
+  return fmt::format("{}.{}%", tenths / 10, tenths % 10);
+}
+
+std::string verdict(const PlanResult& p) {
+  if (!p.fit) return "";
+  const FitVerdict& v = *p.fit;
+  const std::string gpu = fmt::format("{} ({} GiB)", v.gpu.id, format_gib(v.gpu.capacity_bytes));
+  if (v.fits) {
+    return fmt::format("fits on {}: {} GiB headroom", gpu,
+                       format_gib(static_cast<std::uint64_t>(v.headroom)));
+  }
+  const std::uint64_t over = static_cast<std::uint64_t>(-(v.headroom + 1)) + 1;
+  return fmt::format("does NOT fit on {}: {} GiB over", gpu, format_gib(over));
+}
+
+}  // namespace vramcalc::render_detail

@@ -1,0 +1,29 @@
+// Private helpers shared by the renderers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "vramcalc/estimate.hpp"
+
+namespace vramcalc::render_detail {
+
+/// "none", "full", "selective", "every:4".
+[[nodiscard]] std::string checkpoint_text(const Checkpointing& c);
+
+/// One line describing the workload: "train, batch 4 × seq 4096, bf16 amp, adamw, ...".
+[[nodiscard]] std::string workload_line(const PlanResult& p);
+
+/// A component's bytes live at the peak moment.
+[[nodiscard]] std::uint64_t at_peak(const Budget& b, Component c);
+
+/// The component holding the most bytes at the peak.
+[[nodiscard]] Component largest_at_peak(const Budget& b);
+
+/// Percentage with one decimal: "12.3%".
+[[nodiscard]] std::string percent(std::uint64_t part, std::uint64_t whole);
+
+/// The verdict sentence for a GPU, or "" without one.
+[[nodiscard]] std::string verdict(const PlanResult& p);
+
+}  // namespace vramcalc::render_detail

@@ -1,0 +1,136 @@
+// JSON output, schema "vramcalc.plan/1". Fields may be added; the meaning
+// of an existing field never changes without a new schema version.
+#include <nlohmann/json.hpp>
+
+#include "render/common.hpp"
+#include "vramcalc/render.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json node_json(const Node& n) {
+  json j;
+  j["id"] = n.id;
+  j["label"] = n.label;
+  j["bytes"] = n.bytes;
+  if (n.count != 1) j["count"] = n.count;
+  if (!n.formula.empty()) j["formula"] = n.formula;
+  if (!n.source.empty()) j["source"] = n.source;
+  if (!n.children.empty()) {
+    json kids = json::array();
+    for (const Node& c : n.children) kids.push_back(node_json(c));
+    j["children"] = std::move(kids);
+  }
+  return j;
+}
+
+json model_json(const PlanResult& p) {
+  const ModelSpec& m = p.request.model;
+  json j;
+  j["name"] = m.name;
+  j["model_type"] = std::string(name_of(m.type));
+  j["source"] = m.source.empty() ? json(nullptr) : json(m.source);
+  j["parameters"] = p.parameters.total;
+  j["parameters_by_group"] = {
+      {"embedding", p.parameters.embedding},   {"position_embedding", p.parameters.position_embedding},
+      {"layers", p.parameters.layers},         {"per_layer", p.parameters.per_layer},
+      {"final_norm", p.parameters.final_norm}, {"lm_head", p.parameters.lm_head}};
+  j["num_hidden_layers"] = m.num_layers;
+  j["hidden_size"] = m.hidden_size;
+  j["intermediate_size"] = m.intermediate_size;
+  j["num_attention_heads"] = m.num_attention_heads;
+  j["num_key_value_heads"] = m.num_key_value_heads;
+  j["head_dim"] = m.head_dim;
+  j["vocab_size"] = m.vocab_size;
+  j["tie_word_embeddings"] = m.tie_word_embeddings;
+  j["sliding_window"] = m.sliding_window == 0 ? json(nullptr) : json(m.sliding_window);
+  j["sliding_window_layers"] = m.sliding_window_layers;
+  return j;
+}
+
+json workload_json(const PlanResult& p) {
+  const Workload& w = p.request.workload;
+  const bool train = w.mode == Mode::train;
+  json j;
+  j["mode"] = std::string(name_of(w.mode));
+  j["batch"] = w.batch;
+  j["seq"] = w.seq;
+  j["dtype"] = std::string(name_of(w.dtype));
+  j["kv_dtype"] = train ? json(nullptr) : json(std::string(name_of(w.kv_dtype)));
+  j["precision"] = train ? json(std::string(name_of(w.precision))) : json(nullptr);
+  j["optimizer"] = train ? json(std::string(name_of(w.optimizer))) : json(nullptr);
+  j["framework"] = std::string(name_of(w.framework));
+  j["attention"] = std::string(name_of(w.attention));
+  j["dropout"] = train ? json({{"attention", w.dropout.attention},
+                               {"hidden", w.dropout.hidden},
+                               {"embedding", w.dropout.embedding}})
+                       : json(nullptr);
+  j["checkpoint"] = train ? json(render_detail::checkpoint_text(w.checkpoint)) : json(nullptr);
+  j["dp"] = w.dp;
+  j["zero"] = train ? json(w.zero) : json(nullptr);
+  j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
+  j["defaults"] = p.request.defaulted;
+  return j;
+}
+
+}  // namespace
+
+std::string render_json(const PlanResult& p) {
+  const Budget& b = p.budget;
+  json j;
+  j["schema"] = "vramcalc.plan/1";
+  j["model"] = model_json(p);
+  j["workload"] = workload_json(p);
+
+  json per_gpu;
+  per_gpu["peak_allocated_bytes"] = b.peak_allocated;
+  per_gpu["peak_reserved_bytes"] = b.peak_reserved;
+  per_gpu["peak_device_bytes"] = b.peak_device;
+  per_gpu["sum_bytes"] = b.sum;
+  per_gpu["allocator_slack_bytes"] = b.allocator_slack;
+  json comps;
+  for (std::size_t i = 0; i < k_component_count; ++i) {
+    comps[std::string(name_of(static_cast<Component>(i)))] = b.components[i];
+  }
+  per_gpu["components"] = std::move(comps);
+  json tree = json::array();
+  for (const Node& n : b.breakdown) tree.push_back(node_json(n));
+  per_gpu["breakdown"] = std::move(tree);
+  json phases = json::array();
+  for (std::size_t i = 0; i < b.phases.size(); ++i) {
+    const Phase& ph = b.phases[i];
+    json live;
+    for (std::size_t c = 0; c < k_component_count; ++c) {
+      if (c == static_cast<std::size_t>(Component::runtime_overhead)) continue;
+      live[std::string(name_of(static_cast<Component>(c)))] = ph.live[c];
+    }
+    phases.push_back({{"name", ph.name},
+                      {"when", ph.when},
+                      {"total_bytes", ph.total},
+                      {"peak", i == b.peak_phase},
+                      {"live", std::move(live)}});
+  }
+  per_gpu["phases"] = std::move(phases);
+  j["per_gpu"] = std::move(per_gpu);
+
+  if (p.fit) {
+    j["gpu"] = {{"name", p.fit->gpu.id},
+                {"description", p.fit->gpu.name},
+                {"capacity_bytes", p.fit->gpu.capacity_bytes},
+                {"fits", p.fit->fits},
+                {"headroom_bytes", p.fit->headroom},
+                {"capacity_source", p.fit->gpu.source}};
+  } else {
+    j["gpu"] = nullptr;
+  }
+  json assumptions = json::object();
+  for (const auto& [what, why] : b.assumptions) assumptions[what] = why;
+  j["assumptions"] = std::move(assumptions);
+  j["notes"] = b.notes;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,67 @@
+// The terminal table.
+#include <fmt/format.h>
+
+#include "render/common.hpp"
+#include "vramcalc/render.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+std::string bar(std::uint64_t part, std::uint64_t whole, std::size_t width) {
+  if (whole == 0) return "";
+  const auto cells = static_cast<std::size_t>(mul_div(part, 2 * width, whole) + 1) / 2;  // rounded
+  std::string out;
+  for (std::size_t i = 0; i < cells; ++i) out += "█";
+  return out;
+}
+
+}  // namespace
+
+std::string render_table(const PlanResult& p) {
+  using namespace render_detail;
+  const Budget& b = p.budget;
+  const ModelSpec& m = p.request.model;
+  std::string out;
+  out +=
+      fmt::format("{} ({} parameters, {})\n", m.name, format_thousands(p.parameters.total), name_of(m.type));
+  out += fmt::format("{}\n", workload_line(p));
+  if (!p.request.defaulted.empty()) {
+    std::string d;
+    for (const std::string& k : p.request.defaulted) d += (d.empty() ? "" : ", ") + k;
+    out += fmt::format("defaults used: {}\n", d);
+  }
+  out += "\n";
+  out += fmt::format("{:<18} {:>10} {:>10} {:>7}  {}\n", "component", "max GiB", "peak GiB", "share", "");
+  for (std::size_t i = 0; i < k_component_count; ++i) {
+    const auto c = static_cast<Component>(i);
+    const std::uint64_t live = at_peak(b, c);
+    out += fmt::format("{:<18} {:>10} {:>10} {:>7}  {}\n", name_of(c), format_gib(b.components[i]),
+                       format_gib(live), percent(live, b.peak_device), bar(live, b.peak_device, 24));
+  }
+  out += fmt::format("{:<18} {:>10}   (components are never all live at once)\n", "sum", format_gib(b.sum));
+  out += "\n";
+  const Phase& peak = b.phases[b.peak_phase];
+  out += fmt::format("peak allocated  {:>10} GiB  at {} (torch.cuda.max_memory_allocated)\n",
+                     format_gib(b.peak_allocated), peak.when);
+  out += fmt::format("peak reserved   {:>10} GiB  + allocator rounding {} GiB\n", format_gib(b.peak_reserved),
+                     format_gib(b.allocator_slack));
+  out += fmt::format("peak device     {:>10} GiB  + runtime overhead {} GiB (what nvidia-smi shows)\n",
+                     format_gib(b.peak_device),
+                     format_gib(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));
+  out += "\nphases (GiB):";
+  for (std::size_t i = 0; i < b.phases.size(); ++i) {
+    out += fmt::format("{} {} {}{}", i == 0 ? "" : ",", b.phases[i].name, format_gib(b.phases[i].total),
+                       i == b.peak_phase ? " (peak)" : "");
+  }
+  out += "\n";
+  if (p.fit) out += fmt::format("\n{}\n", verdict(p));
+  const Component top = largest_at_peak(b);
+  for (const auto& [what, why] : b.assumptions) {
+    if (what == name_of(top)) out += fmt::format("\nlargest at the peak: {}: {}\n", what, why);
+  }
+  for (const std::string& n : b.notes) out += fmt::format("note: {}\n", n);
+  return out;
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,59 @@
+// Markdown and CSV output, and the format dispatcher.
+#include <fmt/format.h>
+
+#include "render/common.hpp"
+#include "vramcalc/render.hpp"
+
+namespace vramcalc {
+
+std::string render_markdown(const PlanResult& p) {
+  using namespace render_detail;
+  const Budget& b = p.budget;
+  std::string out;
+  out +=
+      fmt::format("### {} ({} parameters)\n\n", p.request.model.name, format_thousands(p.parameters.total));
+  out += fmt::format("{}\n\n", workload_line(p));
+  out += "| component | max GiB | at peak GiB | share of peak |\n|---|---:|---:|---:|\n";
+  for (std::size_t i = 0; i < k_component_count; ++i) {
+    const auto c = static_cast<Component>(i);
+    out += fmt::format("| {} | {} | {} | {} |\n", name_of(c), format_gib(b.components[i]),
+                       format_gib(at_peak(b, c)), percent(at_peak(b, c), b.peak_device));
+  }
+  out += fmt::format("| **sum** | {} | | |\n\n", format_gib(b.sum));
+  out += fmt::format("- peak allocated: {} GiB ({})\n", format_gib(b.peak_allocated),
+                     b.phases[b.peak_phase].when);
+  out += fmt::format("- peak reserved: {} GiB\n", format_gib(b.peak_reserved));
+  out += fmt::format("- peak device: {} GiB\n", format_gib(b.peak_device));
+  if (p.fit) out += fmt::format("- {}\n", verdict(p));
+  return out;
+}
+
+std::string render_csv(const PlanResult& p) {
+  using namespace render_detail;
+  const Budget& b = p.budget;
+  std::string out = "component,bytes,at_peak_bytes\n";
+  for (std::size_t i = 0; i < k_component_count; ++i) {
+    const auto c = static_cast<Component>(i);
+    out += fmt::format("{},{},{}\n", name_of(c), b.components[i], at_peak(b, c));
+  }
+  out += fmt::format("sum,{},\n", b.sum);
+  out += fmt::format("peak_allocated,{},\npeak_reserved,{},\npeak_device,{},\n", b.peak_allocated,
+                     b.peak_reserved, b.peak_device);
+  return out;
+}
+
+std::string render(const PlanResult& p, Format f) {
+  switch (f) {
+    case Format::table:
+      return render_table(p);
+    case Format::json:
+      return render_json(p);
+    case Format::markdown:
+      return render_markdown(p);
+    case Format::csv:
+      return render_csv(p);
+  }
+  return render_table(p);
+}
+
+}  // namespace vramcalc

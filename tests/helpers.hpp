@@ -1,0 +1,44 @@
+// Test helpers: tiny models from JSON text, workloads from flag text.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "vramcalc/estimate.hpp"
+#include "vramcalc/io.hpp"
+
+namespace vramcalc::test {
+
+/// A tiny Llama: V=10, h=8, L=2, a=2, k=1, d=4, I=12, untied.
+inline const char* const k_tiny_llama = R"({
+  "model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+  "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 12,
+  "max_position_embeddings": 64, "tie_word_embeddings": false})";
+
+/// A tiny GPT-2: V=10, h=8, L=2, a=2, n_positions=6, I=4h=32.
+inline const char* const k_tiny_gpt2 = R"({
+  "model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 2, "n_head": 2, "n_positions": 6})";
+
+inline ModelSpec model(const std::string& json, const std::string& name = "tiny") {
+  return parse_model(json, name + ".json", name);
+}
+
+/// A resolved workload from flag-style settings: {{"mode", "train"}, {"batch", "2"}}.
+inline PlanRequest request(const ModelSpec& m,
+                           std::initializer_list<std::pair<std::string, std::string>> settings) {
+  WorkloadInput in;
+  for (const auto& [key, value] : settings) set_from_text(in, key, value, "--" + key);
+  return resolve(m, in);
+}
+
+inline Workload workload(const ModelSpec& m,
+                         std::initializer_list<std::pair<std::string, std::string>> settings) {
+  return request(m, settings).workload;
+}
+
+inline std::uint64_t component(const Budget& b, Component c) {
+  return b.components[static_cast<std::size_t>(c)];
+}
+
+}  // namespace vramcalc::test
