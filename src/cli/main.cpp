@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "io/spell.hpp"
 #include "vramcalc/error.hpp"
 
 namespace {
@@ -21,7 +22,8 @@ int main(int argc, char** argv) {
   using namespace vramcalc::cli;
   CLI::App app{"vramcalc: where every byte of GPU memory goes when you train or serve a transformer."};
   app.set_version_flag("--version", "vramcalc 0.1.0");
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
+  app.allow_extras();
   app.footer(
       "Run `vramcalc plan --help` for the workload flags.\n"
       "Exit codes: 0 ok; 1 does not fit (plan --check); 2 bad input or usage; 3 internal error.");
@@ -46,6 +48,15 @@ int main(int argc, char** argv) {
       reject_extras(*gpus);
       return run_gpus();
     }
+    // No command: name the likely one.
+    const std::vector<std::string> rest = app.remaining();
+    const std::vector<std::string> commands = {"plan", "models", "gpus"};
+    if (rest.empty()) {
+      throw vramcalc::InputError("", "missing command: plan, models or gpus (run \"vramcalc --help\")");
+    }
+    throw vramcalc::InputError(
+        "", fmt::format("unknown command \"{}\"{} (commands: plan, models, gpus)", rest.front(),
+                        vramcalc::io::did_you_mean(rest.front(), commands)));
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return fail(e.what(), k_exit_bad_input);

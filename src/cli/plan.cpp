@@ -69,10 +69,11 @@ int run_plan(const PlanOptions& opts) {
     throw InputError("--check", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
   PlanResult result;
   try {
-    result = plan(std::move(request));
+    result = plan(request);
   } catch (const OverflowError& e) {
-    throw InputError(opts.model,
-                     fmt::format("this model and workload exceed 64-bit byte counts ({})", e.what()));
+    const Workload& w = request.workload;
+    throw InputError(opts.model, fmt::format("with batch {} and seq {}, byte counts exceed 64 bits ({})",
+                                             w.batch, w.seq, e.what()));
   }
   const std::string text = render(result, format);
   std::fwrite(text.data(), 1, text.size(), stdout);

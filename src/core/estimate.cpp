@@ -376,143 +376,202 @@ std::uint64_t rounding_of(const Node& n) {
   return sum;
 }
 
-}  // namespace
-
-Budget estimate(const ModelSpec& m, const Workload& w) {
+// A budget under construction: components and trees are set together.
+struct Builder {
   Budget b;
-  const std::vector<ParamTensor> tensors = parameter_tensors(m);
-  const ParameterCount pc = count_parameters(tensors, m.num_layers);
-  const ShardFactors sf = shard_factors(w);
-  const std::string zero_src = "Rajbhandari et al. 2020 (ZeRO) §5; DeepSpeed stage_1_and_2.py, stage3.py";
-
-  b.breakdown.resize(k_component_count);
-  for (std::size_t i = 0; i < k_component_count; ++i) b.breakdown[i] = empty_node(static_cast<Component>(i));
-  auto set = [&b](Component c, Node n) {
+  Builder() {
+    b.breakdown.resize(k_component_count);
+    for (std::size_t i = 0; i < k_component_count; ++i)
+      b.breakdown[i] = empty_node(static_cast<Component>(i));
+  }
+  void set(Component c, Node n) {
     n.id = std::string(name_of(c));
     n.label = std::string(name_of(c));
     b.components[idx(c)] = n.bytes;
     b.breakdown[idx(c)] = std::move(n);
-  };
-
-  set(Component::weights,
-      core::state_node("weights", "weights", core::weight_parts(tensors, w), sf.weights,
-                       sf.weights > 1 ? zero_src : "vramcalc parameter inventory (parameters.hpp)"));
-  set(Component::runtime_overhead, overhead_node(w));
-  const std::uint64_t weights = b.components[idx(Component::weights)];
-
-  std::vector<Moment> moments;
-  if (w.mode == Mode::train) {
-    Train t{m, w, tensors, pc,
-            w.framework == Framework::hf ? core::hf_profile(m, w) : core::megatron_profile(m, w)};
-    t.a_full = total_bytes(t.prof.layer);
-    t.a_ckpt = total_bytes(t.prof.checkpointed);
-    t.a_model = total_bytes(t.prof.model);
-    t.head = total_bytes(t.prof.head);
-    t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
-
-    Node grads = core::state_node("gradients", "gradients", core::gradient_parts(tensors, w), sf.gradients,
-                                  sf.gradients > 1 ? zero_src : "one gradient per parameter (torch .grad)");
-    const std::uint64_t buckets = ddp_bucket_bytes(pc.total, w);
-    if (buckets > 0) {
-      std::vector<Node> kids = std::move(grads.children);
-      kids.push_back(leaf("ddp_buckets", "DDP communication buckets: a second copy of every gradient",
-                          buckets, 1, "P × gradient bytes",
-                          "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)"));
-      grads = sum_of("gradients", "gradients", std::move(kids));
-    }
-    set(Component::gradients, std::move(grads));
-    set(Component::master_weights, core::state_node("master_weights", "master_weights",
-                                                    core::master_parts(tensors, w), sf.optimizer, zero_src));
-    set(Component::optimizer_states,
-        core::state_node("optimizer_states", "optimizer_states", core::optimizer_parts(tensors, w),
-                         sf.optimizer, "docs/formulas.md, Optimizer states"));
-
-    std::vector<Node> act;
-    act.push_back(inventory_node("embedding", "embedding-level tensors", t.prof.model, 1));
-    const std::uint64_t n_full = m.num_layers - t.n_ckpt;
-    if (n_full > 0) {
-      Node layers = inventory_node("layers", fmt::format("{} decoder layers, everything saved", n_full),
-                                   t.prof.layer, n_full);
-      layers.count = n_full;
-      act.push_back(std::move(layers));
-    }
-    if (t.n_ckpt > 0) {
-      Node layers =
-          inventory_node("checkpointed_layers", fmt::format("{} checkpointed decoder layers", t.n_ckpt),
-                         t.prof.checkpointed, t.n_ckpt);
-      layers.count = t.n_ckpt;
-      act.push_back(std::move(layers));
-    }
-    set(Component::activations, sum_of("activations", "activations", std::move(act)));
-    set(Component::logits, inventory_node("logits", "logits", t.prof.head, 1));
-
-    Inventory z3f;
-    Inventory z3b;
-    zero3_gathers(t, z3f, z3b);
-    moments = training_moments(t, b.components, buckets, z3f, z3b);
-    b.assumptions = t.prof.assumptions;
-    b.notes = t.prof.notes;
-    std::string ckpt;
-    switch (w.checkpoint.kind) {
-      case CheckpointKind::none:
-        ckpt = "no checkpointing";
-        break;
-      case CheckpointKind::full:
-        ckpt = "full checkpointing (each layer keeps its input)";
-        break;
-      case CheckpointKind::selective:
-        ckpt = "selective recompute of the attention core";
-        break;
-      case CheckpointKind::every:
-        ckpt = fmt::format("checkpointing every {} layers ({} of {})", w.checkpoint.every, t.n_ckpt,
-                           m.num_layers);
-        break;
-    }
-    b.assumptions.front().second += ", " + ckpt;
-  } else {
-    const std::uint64_t kv = kv_cache_bytes(m, w);
-    std::vector<Node> kids;
-    kids.push_back(leaf("layers", "K and V of every layer for the whole context",
-                        m.num_layers > 0 ? kv / m.num_layers : 0, m.num_layers, "2·b·tokens·k·d × KV bytes",
-                        "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py"));
-    if (kv % std::max<std::uint64_t>(1, m.num_layers) != 0 || m.sliding_window_layers > 0) {
-      kids.clear();
-      const Workload& ww = w;
-      const std::uint64_t per_token =
-          bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), ww.kv_dtype);
-      const std::uint64_t full = m.num_layers - m.sliding_window_layers;
-      if (full > 0) {
-        kids.push_back(leaf("full_attention_layers", "full-attention layers: the whole context",
-                            checked_product(per_token, w.seq, w.batch), full, "2·b·s·k·d × KV bytes",
-                            "transformers cache_utils.py StaticCache"));
-      }
-      if (m.sliding_window_layers > 0) {
-        kids.push_back(leaf("sliding_window_layers",
-                            fmt::format("sliding-window layers: at most {} tokens", m.sliding_window),
-                            checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch),
-                            m.sliding_window_layers, "2·b·min(s, window)·k·d × KV bytes",
-                            "transformers cache_utils.py HybridCache / sliding layers"));
-      }
-    }
-    set(Component::kv_cache, sum_of("kv_cache", "kv_cache", std::move(kids)));
-
-    Moment load{"load", {}, {}};
-    load.live[idx(Component::weights)] = weights;
-    Moment prefill{"prefill", load.live, inference_working_set(m, w, w.seq, w.seq, "prefill")};
-    prefill.live[idx(Component::kv_cache)] = b.components[idx(Component::kv_cache)];
-    Moment decode{"decode", prefill.live, inference_working_set(m, w, 1, w.seq, "decode")};
-    moments = {load, prefill, decode};
-    b.assumptions.emplace_back("kv_cache", fmt::format("static cache of {} tokens × {} sequences in {}",
-                                                       w.seq, w.batch, name_of(w.kv_dtype)));
-    b.assumptions.emplace_back("transient",
-                               "Hugging Face generate: prefill of the whole prompt at once, "
-                               "logits of the last position only");
   }
-  b.assumptions.emplace_back(
-      "weights", fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
-                             sf.weights > 1 ? fmt::format(", ZeRO-3 shard of {}", sf.weights) : ""));
+  [[nodiscard]] std::uint64_t get(Component c) const { return b.components[idx(c)]; }
+  void assume(Component c, std::string why) {
+    b.assumptions.emplace_back(std::string(name_of(c)), std::move(why));
+  }
+};
 
-  // Phases and the peak.
+constexpr const char* k_zero_source =
+    "Rajbhandari et al. 2020 (ZeRO) §5; DeepSpeed stage_1_and_2.py, stage3.py";
+
+std::string shard_text(std::uint64_t ranks, const char* what) {
+  return ranks > 1 ? fmt::format(", {} over {} ranks", what, ranks) : "";
+}
+
+std::string optimizer_text(const Workload& w) {
+  switch (w.optimizer) {
+    case Optimizer::adam:
+    case Optimizer::adamw:
+      return fmt::format("{}: exp_avg and exp_avg_sq in {}", name_of(w.optimizer),
+                         name_of(optimizer_state_dtype(w)));
+    case Optimizer::sgd_momentum:
+      return fmt::format("sgd-momentum: one momentum buffer in {}", name_of(optimizer_state_dtype(w)));
+    case Optimizer::lion:
+      return "lion (bitsandbytes Lion32bit): one fp32 exp_avg";
+    case Optimizer::adafactor:
+      return "adafactor (transformers, beta1 None): factored fp32 second moment";
+    case Optimizer::adamw_8bit:
+      return "adamw-8bit (bitsandbytes): uint8 states, fp32 absmax per 256 elements";
+    case Optimizer::sgd:
+      return "sgd: no state";
+    case Optimizer::none:
+      return "no optimizer";
+  }
+  return "";
+}
+
+// Weights, gradients, master weights and optimizer states.
+void model_states(Builder& out, const std::vector<ParamTensor>& tensors, const ParameterCount& pc,
+                  const Workload& w, std::uint64_t& ddp_buckets) {
+  const ShardFactors sf = shard_factors(w);
+  out.set(Component::weights,
+          core::state_node("weights", "weights", core::weight_parts(tensors, w), sf.weights,
+                           sf.weights > 1 ? k_zero_source : "vramcalc parameter inventory (parameters.hpp)"));
+  out.assume(Component::weights,
+             fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
+                         shard_text(sf.weights, "ZeRO-3 shard")));
+  if (w.mode != Mode::train) return;
+
+  Node grads =
+      core::state_node("gradients", "gradients", core::gradient_parts(tensors, w), sf.gradients,
+                       sf.gradients > 1 ? k_zero_source : "one gradient per parameter (torch .grad)");
+  ddp_buckets = ddp_bucket_bytes(pc.total, w);
+  if (ddp_buckets > 0) {
+    std::vector<Node> kids = std::move(grads.children);
+    kids.push_back(leaf("ddp_buckets", "DDP communication buckets: a second copy of every gradient",
+                        ddp_buckets, 1, "P × gradient bytes",
+                        "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)"));
+    grads = sum_of("gradients", "gradients", std::move(kids));
+  }
+  out.set(Component::gradients, std::move(grads));
+  out.assume(
+      Component::gradients,
+      fmt::format("one {} gradient per parameter{}{}; {}", name_of(gradient_dtype(w)),
+                  shard_text(sf.gradients, "ZeRO-2 shard"), ddp_buckets > 0 ? ", plus DDP's bucket copy" : "",
+                  w.framework == Framework::megatron ? "a persistent main-grad buffer (Megatron)"
+                                                     : "allocated in backward, freed by zero_grad"));
+  out.set(Component::master_weights,
+          core::state_node("master_weights", "master_weights", core::master_parts(tensors, w), sf.optimizer,
+                           k_zero_source));
+  if (out.get(Component::master_weights) > 0) {
+    out.assume(Component::master_weights,
+               fmt::format("fp32 copy of every parameter ({} regime){}", name_of(w.precision),
+                           shard_text(sf.optimizer, "ZeRO shard")));
+  }
+  out.set(Component::optimizer_states,
+          core::state_node("optimizer_states", "optimizer_states", core::optimizer_parts(tensors, w),
+                           sf.optimizer, "docs/formulas.md, Optimizer states"));
+  out.assume(Component::optimizer_states, optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"));
+}
+
+std::vector<Moment> training(Builder& out, const ModelSpec& m, const Workload& w,
+                             const std::vector<ParamTensor>& tensors, const ParameterCount& pc,
+                             std::uint64_t ddp_buckets) {
+  Train t{m, w, tensors, pc,
+          w.framework == Framework::hf ? core::hf_profile(m, w) : core::megatron_profile(m, w)};
+  t.a_full = total_bytes(t.prof.layer);
+  t.a_ckpt = total_bytes(t.prof.checkpointed);
+  t.a_model = total_bytes(t.prof.model);
+  t.head = total_bytes(t.prof.head);
+  t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
+
+  std::vector<Node> act;
+  act.push_back(inventory_node("embedding", "embedding-level tensors", t.prof.model, 1));
+  const std::uint64_t n_full = m.num_layers - t.n_ckpt;
+  if (n_full > 0) {
+    Node layers = inventory_node("layers", fmt::format("{} decoder layers, everything saved", n_full),
+                                 t.prof.layer, n_full);
+    layers.count = n_full;
+    act.push_back(std::move(layers));
+  }
+  if (t.n_ckpt > 0) {
+    Node layers =
+        inventory_node("checkpointed_layers", fmt::format("{} checkpointed decoder layers", t.n_ckpt),
+                       t.prof.checkpointed, t.n_ckpt);
+    layers.count = t.n_ckpt;
+    act.push_back(std::move(layers));
+  }
+  out.set(Component::activations, sum_of("activations", "activations", std::move(act)));
+  out.set(Component::logits, inventory_node("logits", "logits", t.prof.head, 1));
+
+  std::string ckpt;
+  switch (w.checkpoint.kind) {
+    case CheckpointKind::none:
+      ckpt = "no checkpointing";
+      break;
+    case CheckpointKind::full:
+      ckpt = "full checkpointing (each layer keeps its input)";
+      break;
+    case CheckpointKind::selective:
+      ckpt = "selective recompute of the attention core";
+      break;
+    case CheckpointKind::every:
+      ckpt =
+          fmt::format("checkpointing every {} layers ({} of {})", w.checkpoint.every, t.n_ckpt, m.num_layers);
+      break;
+  }
+  for (auto& [what, why] : t.prof.assumptions) {
+    if (what == name_of(Component::activations)) why += ", " + ckpt;
+    out.b.assumptions.emplace_back(what, why);
+  }
+  out.assume(
+      Component::logits,
+      fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
+                  w.framework == Framework::hf ? "fp32" : "fp32 logits and", w.batch, w.seq, m.vocab_size));
+  for (const std::string& n : t.prof.notes) out.b.notes.push_back(n);
+
+  Inventory z3f;
+  Inventory z3b;
+  zero3_gathers(t, z3f, z3b);
+  return training_moments(t, out.b.components, ddp_buckets, z3f, z3b);
+}
+
+std::vector<Moment> inference(Builder& out, const ModelSpec& m, const Workload& w) {
+  const std::uint64_t per_token =
+      bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
+  const std::uint64_t full = m.num_layers - m.sliding_window_layers;
+  std::vector<Node> kids;
+  if (full > 0) {
+    kids.push_back(
+        leaf("full_attention_layers", "full-attention layers: K and V for the whole context",
+             checked_product(per_token, w.seq, w.batch), full, "2·b·s·k·d × KV bytes",
+             "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"));
+  }
+  if (m.sliding_window_layers > 0) {
+    kids.push_back(leaf("sliding_window_layers",
+                        fmt::format("sliding-window layers: K and V for at most {} tokens", m.sliding_window),
+                        checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch),
+                        m.sliding_window_layers, "2·b·min(s, window)·k·d × KV bytes",
+                        "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"));
+  }
+  out.set(Component::kv_cache, sum_of("kv_cache", "kv_cache", std::move(kids)));
+  out.assume(
+      Component::kv_cache,
+      fmt::format("static cache of {} tokens × {} sequences in {}{}", w.seq, w.batch, name_of(w.kv_dtype),
+                  m.sliding_window_layers > 0
+                      ? fmt::format(", {} sliding-window layers hold at most {} tokens",
+                                    m.sliding_window_layers, m.sliding_window)
+                      : ""));
+  out.assume(Component::transient,
+             "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only");
+
+  Moment load{"load", {}, {}};
+  load.live[idx(Component::weights)] = out.get(Component::weights);
+  Moment prefill{"prefill", load.live, inference_working_set(m, w, w.seq, w.seq, "prefill")};
+  prefill.live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  Moment decode{"decode", prefill.live, inference_working_set(m, w, 1, w.seq, "decode")};
+  return {load, prefill, decode};
+}
+
+// The phases from the moments; the transient component and tree from the
+// moment whose transient buffers are largest; the peaks.
+void peaks(Builder& out, const std::vector<Moment>& moments, const Workload& w) {
+  Budget& b = out.b;
   std::size_t worst_transient = 0;
   for (std::size_t i = 0; i < moments.size(); ++i) {
     b.phases.push_back(to_phase(phase_name(moments[i].when), moments[i]));
@@ -520,12 +579,20 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
       worst_transient = i;
     if (b.phases[i].total > b.phases[b.peak_phase].total) b.peak_phase = i;
   }
-  if (!moments.empty()) {
-    Node tr = inventory_node("transient", "transient", moments[worst_transient].transient, 1);
-    tr.label = "transient (" + moments[worst_transient].when + ")";
-    set(Component::transient, std::move(tr));
+  const Moment& worst = moments[worst_transient];
+  Node tr = inventory_node("transient", "transient", worst.transient, 1);
+  out.set(Component::transient, std::move(tr));
+  if (w.mode == Mode::train) {
+    const core::TensorEntry* biggest = nullptr;
+    for (const core::TensorEntry& e : worst.transient) {
+      if (biggest == nullptr || e.bytes() > biggest->bytes()) biggest = &e;
+    }
+    out.assume(Component::transient, biggest == nullptr
+                                         ? "none"
+                                         : fmt::format("largest at {}: {} ({})", worst.when, biggest->label,
+                                                       format_bytes(biggest->bytes())));
   }
-  b.peak_allocated = b.phases.empty() ? 0 : b.phases[b.peak_phase].total;
+  b.peak_allocated = b.phases[b.peak_phase].total;
 
   // Allocator rounding of what is live at the peak.
   const Phase& peak = b.phases[b.peak_phase];
@@ -537,7 +604,25 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   b.peak_reserved = checked_add(b.peak_allocated, b.allocator_slack);
   b.peak_device = checked_add(b.peak_reserved, b.components[idx(Component::runtime_overhead)]);
   for (std::uint64_t v : b.components) b.sum = checked_add(b.sum, v);
-  return b;
+}
+
+}  // namespace
+
+Budget estimate(const ModelSpec& m, const Workload& w) {
+  Builder out;
+  const std::vector<ParamTensor> tensors = parameter_tensors(m);
+  const ParameterCount pc = count_parameters(tensors, m.num_layers);
+  std::uint64_t ddp_buckets = 0;
+  model_states(out, tensors, pc, w, ddp_buckets);
+  out.set(Component::runtime_overhead, overhead_node(w));
+  out.assume(Component::runtime_overhead,
+             w.cublas_workspace == 0
+                 ? "as given with --overhead"
+                 : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces");
+  const std::vector<Moment> moments =
+      w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets) : inference(out, m, w);
+  peaks(out, moments, w);
+  return std::move(out.b);
 }
 
 FitVerdict check_fit(const Budget& budget, const Gpu& gpu) {

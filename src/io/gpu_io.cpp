@@ -92,7 +92,7 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 std::uint64_t parse_size(std::string_view text, std::string_view where) {
   const std::string origin(where);
   auto bad = [&](const std::string& why) -> InputError {
-    return InputError(origin, fmt::format("{} in \"{}\" (examples: 80GiB, 81559MiB, 80GB)", why, text));
+    return InputError(origin, fmt::format("invalid size \"{}\": {}", text, why));
   };
   std::size_t i = 0;
   std::uint64_t whole = 0;
@@ -100,7 +100,8 @@ std::uint64_t parse_size(std::string_view text, std::string_view where) {
   std::uint64_t frac_scale = 1;
   bool digits = false;
   for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i) {
-    whole = checked_add(checked_mul(whole, 10), static_cast<std::uint64_t>(text[i] - '0'));
+    if (whole > (~std::uint64_t{0} - 9) / 10) throw bad("too large for 64 bits");
+    whole = whole * 10 + static_cast<std::uint64_t>(text[i] - '0');
     digits = true;
   }
   if (i < text.size() && text[i] == '.') {
@@ -113,7 +114,7 @@ std::uint64_t parse_size(std::string_view text, std::string_view where) {
       digits = true;
     }
   }
-  if (!digits) throw bad("expected a number");
+  if (!digits) throw bad("expected a number with a unit, e.g. 80GiB, 81559MiB or 80GB");
   while (i < text.size() && text[i] == ' ') ++i;
   const std::string_view unit_text = text.substr(i);
   std::uint64_t factor = 1;
@@ -131,10 +132,13 @@ std::uint64_t parse_size(std::string_view text, std::string_view where) {
       std::string hint = io::did_you_mean(unit_text, names);
       if (unit_text.size() == 1 &&
           std::string_view("KMGTkmgt").find(unit_text[0]) != std::string_view::npos) {
+        // "80G" is ambiguous: offer both readings, binary first.
         const char p = static_cast<char>(std::toupper(static_cast<unsigned char>(unit_text[0])));
-        hint = fmt::format("; did you mean \"{}iB\" (2^n) or \"{}B\" (10^n)?", p, p);
+        std::string number(text.substr(0, i));
+        while (!number.empty() && number.back() == ' ') number.pop_back();
+        hint = fmt::format("; did you mean \"{}{}iB\" or \"{}{}B\"?", number, p, number, p);
       }
-      throw bad(fmt::format("unknown unit \"{}\"{}", unit_text, hint));
+      throw bad(fmt::format("unknown unit \"{}\" (GiB = 2^30 bytes, GB = 10^9){}", unit_text, hint));
     }
   }
   try {
@@ -143,7 +147,7 @@ std::uint64_t parse_size(std::string_view text, std::string_view where) {
     const std::uint64_t frac_part = (checked_mul(frac, factor) + frac_scale / 2) / frac_scale;
     return checked_add(int_part, frac_part);
   } catch (const OverflowError&) {
-    throw bad("size too large for 64 bits");
+    throw bad("too large for 64 bits");
   }
 }
 

@@ -148,28 +148,30 @@ JsonCursor JsonCursor::at_any(std::initializer_list<std::string_view> keys) cons
   return at(*keys.begin());
 }
 
-std::uint64_t JsonCursor::positive_integer() const {
-  const std::uint64_t v = non_negative_integer();
-  if (v == 0) fail("expected a positive integer, got 0");
-  return v;
+std::uint64_t JsonCursor::integer(bool positive) const {
+  const auto& n = *m_node;
+  const std::string expected = positive ? "a positive integer" : "a non-negative integer";
+  std::uint64_t value = 0;
+  if (n.is_number_unsigned()) {
+    value = n.get<std::uint64_t>();
+  } else if (n.is_number_float() && n.get<double>() >= 0 && n.get<double>() < 18446744073709551616.0 &&
+             std::floor(n.get<double>()) == n.get<double>()) {
+    // A float holding a whole number within range (4096.0) is accepted.
+    value = static_cast<std::uint64_t>(n.get<double>());
+  } else if (n.is_number_float() && n.get<double>() >= 18446744073709551616.0) {
+    fail("integer too large for 64 bits: " + shown());
+  } else {
+    fail("expected " + expected + ", got " + shown());
+  }
+  if (positive && value == 0) fail("expected a positive integer, got 0");
+  return value;
 }
 
+std::uint64_t JsonCursor::positive_integer() const {
+  return integer(true);
+}
 std::uint64_t JsonCursor::non_negative_integer() const {
-  const auto& n = *m_node;
-  if (n.is_number_unsigned()) return n.get<std::uint64_t>();
-  if (n.is_number_integer()) {
-    fail("expected a non-negative integer, got " + shown());
-  }
-  if (n.is_number_float()) {
-    const double d = n.get<double>();
-    // A float that holds a whole number within range (e.g. 4096.0) is accepted.
-    if (d >= 0 && d < 18446744073709551616.0 && std::floor(d) == d) {
-      return static_cast<std::uint64_t>(d);
-    }
-    fail(d < 0 || std::floor(d) != d ? "expected a non-negative integer, got " + shown()
-                                     : "integer too large for 64 bits: " + shown());
-  }
-  fail("expected an integer, got " + shown());
+  return integer(false);
 }
 
 double JsonCursor::non_negative_number() const {

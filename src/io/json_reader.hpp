@@ -56,6 +56,7 @@ class JsonCursor {
 
  private:
   [[nodiscard]] JsonCursor child(std::string_view key) const;
+  [[nodiscard]] std::uint64_t integer(bool positive) const;
   const nlohmann::json* m_node;
   std::string m_source;
   std::string m_pointer;

@@ -223,15 +223,12 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.gated_mlp = true;
   m.fused_qkv = m.type == ModelType::phi3;
 
-  // Activation: hidden_act, or Gemma's hidden_activation, which transformers
-  // prefers (Gemma uses the tanh approximation even when hidden_act says "gelu").
+  // Activation: Gemma's hidden_activation when present, else hidden_act
+  // (GemmaMLP reads ACT2FN[hidden_act] since transformers 4.55; Gemma's
+  // default is gelu_pytorch_tanh). Every choice here keeps one saved tensor.
   const bool gemma = m.type == ModelType::gemma || m.type == ModelType::gemma2;
-  if (gemma) {
-    m.activation = Activation::gelu_tanh;
-    if (auto act = root.find("hidden_activation")) m.activation = read_activation(*act);
-  } else if (auto act = root.find("hidden_act")) {
-    m.activation = read_activation(*act);
-  }
+  if (gemma) m.activation = Activation::gelu_tanh;
+  if (auto act = root.find_any({"hidden_activation", "hidden_act"})) m.activation = read_activation(*act);
 
   // Biases: Qwen2 has q/k/v biases always; Llama, Qwen3 and Gemma follow
   // attention_bias (q, k, v and o) and Llama mlp_bias; Mistral and Phi-3 have none.

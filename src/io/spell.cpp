@@ -20,30 +20,57 @@ std::string squash(std::string_view s) {
 }
 }  // namespace
 
-// The classic dynamic-programming Levenshtein distance, one row at a time
-// (Wagner and Fischer 1974).
+// The optimal-string-alignment distance: Levenshtein's insertions,
+// deletions and substitutions, plus transpositions of adjacent characters
+// ("trian" → "train" is one edit), by dynamic programming over three rows.
 std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> before(b.size() + 1);
+  std::vector<std::size_t> prev(b.size() + 1);
   std::vector<std::size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), std::size_t{0});
+  std::iota(prev.begin(), prev.end(), std::size_t{0});
   for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
     row[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      const std::size_t substitute = diagonal + (fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1);
-      row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
-      diagonal = above;
+      const std::size_t cost = fold(a[i - 1]) == fold(b[j - 1]) ? 0 : 1;
+      row[j] = std::min({prev[j] + 1, row[j - 1] + 1, prev[j - 1] + cost});
+      if (i > 1 && j > 1 && fold(a[i - 1]) == fold(b[j - 2]) && fold(a[i - 2]) == fold(b[j - 1])) {
+        row[j] = std::min(row[j], before[j - 2] + 1);
+      }
     }
+    before.swap(prev);
+    prev.swap(row);
   }
-  return row[b.size()];
+  return prev[b.size()];
 }
 
-std::optional<std::string> closest(std::string_view text, const std::vector<std::string>& candidates) {
+namespace {
+
+bool starts_with_folded(std::string_view text, std::string_view prefix) {
+  if (prefix.size() > text.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (fold(text[i]) != fold(prefix[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> suggestions(std::string_view text, const std::vector<std::string>& candidates) {
   const std::string squashed = squash(text);
+  for (const std::string& c : candidates) {
+    if (!squashed.empty() && squash(c) == squashed) return {c};
+  }
+  // A name the input begins (an abbreviation such as "h100").
+  std::vector<std::string> prefixed;
+  if (text.size() >= 2) {
+    for (const std::string& c : candidates) {
+      if (starts_with_folded(c, text)) prefixed.push_back(c);
+    }
+  }
+  if (!prefixed.empty() && prefixed.size() <= 3) return prefixed;
   std::optional<std::string> best;
   std::size_t best_distance = 0;
   for (const std::string& c : candidates) {
-    if (!squashed.empty() && squash(c) == squashed) return c;
     const std::size_t d = edit_distance(text, c);
     const std::size_t limit = std::max<std::size_t>(1, std::max(text.size(), c.size()) / 3);
     if (d <= limit && (!best || d < best_distance)) {
@@ -51,12 +78,24 @@ std::optional<std::string> closest(std::string_view text, const std::vector<std:
       best_distance = d;
     }
   }
-  return best;
+  if (best) return {*best};
+  return {};
+}
+
+std::optional<std::string> closest(std::string_view text, const std::vector<std::string>& candidates) {
+  const auto found = suggestions(text, candidates);
+  if (found.empty()) return std::nullopt;
+  return found.front();
 }
 
 std::string did_you_mean(std::string_view text, const std::vector<std::string>& candidates) {
-  if (auto c = closest(text, candidates)) return "; did you mean \"" + *c + "\"?";
-  return "";
+  const auto found = suggestions(text, candidates);
+  if (found.empty()) return "";
+  std::string out = "; did you mean \"" + found[0] + "\"";
+  for (std::size_t i = 1; i < found.size(); ++i) {
+    out += (i + 1 == found.size() ? " or \"" : ", \"") + found[i] + "\"";
+  }
+  return out + "?";
 }
 
 std::string join(const std::vector<std::string>& items, std::string_view sep) {

@@ -11,13 +11,17 @@ namespace vramcalc::io {
 /// Levenshtein distance between a and b, case-insensitive.
 [[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
 
-/// The candidate closest to `text`, when it is close enough to be a likely
-/// typo: at most a third of the longer name's length away (minimum 1), or
-/// equal when '-', '_' and '.' are ignored.
+/// The first of suggestions(), if any.
 [[nodiscard]] std::optional<std::string> closest(std::string_view text,
                                                  const std::vector<std::string>& candidates);
 
-/// "; did you mean \"x\"?" or "" when nothing is close.
+/// Likely intended names: an exact match ignoring case and '-', '_', '.';
+/// else up to three names that begin with `text`; else the closest name
+/// within a third of its length in edits. Empty when nothing is close.
+[[nodiscard]] std::vector<std::string> suggestions(std::string_view text,
+                                                   const std::vector<std::string>& candidates);
+
+/// "; did you mean \"x\"?" (or "\"x\" or \"y\"") or "" when nothing is close.
 [[nodiscard]] std::string did_you_mean(std::string_view text, const std::vector<std::string>& candidates);
 
 /// "a, b, c" for listing choices in a message.

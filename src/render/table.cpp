@@ -49,12 +49,11 @@ std::string render_table(const PlanResult& p) {
   out += fmt::format("peak device     {:>10} GiB  + runtime overhead {} GiB (what nvidia-smi shows)\n",
                      format_gib(b.peak_device),
                      format_gib(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));
-  out += "\nphases (GiB):";
+  out += fmt::format("\n{:<28} {:>10}\n", "phase (worst moment)", "GiB");
   for (std::size_t i = 0; i < b.phases.size(); ++i) {
-    out += fmt::format("{} {} {}{}", i == 0 ? "" : ",", b.phases[i].name, format_gib(b.phases[i].total),
-                       i == b.peak_phase ? " (peak)" : "");
+    out += fmt::format("{:<28} {:>10}{}\n", b.phases[i].when, format_gib(b.phases[i].total),
+                       i == b.peak_phase ? "  <- peak" : "");
   }
-  out += "\n";
   if (p.fit) out += fmt::format("\n{}\n", verdict(p));
   const Component top = largest_at_peak(b);
   for (const auto& [what, why] : b.assumptions) {
