@@ -261,8 +261,14 @@ void gpt2_mlp(Inventory& inv, const HfContext& c) {
   add(inv, "mlp.act", "activation output, kept by c_proj", n, cd, "b·s·I", src);
 }
 
+// Only GPT-2 and Phi-3 have residual and embedding dropout modules; the
+// other families' only dropout is on the attention probabilities.
+bool has_residual_dropout(const ModelSpec& m) {
+  return m.type == ModelType::gpt2 || m.type == ModelType::phi3;
+}
+
 void hidden_dropout_mask(Inventory& inv, const std::string& id, const HfContext& c) {
-  if (c.w.dropout.hidden <= 0) return;
+  if (c.w.dropout.hidden <= 0 || !has_residual_dropout(c.m)) return;
   add(inv, id, "residual dropout mask (bool)", checked_mul(c.x.T, c.x.h), DType::boolean, "b·s·h",
       "transformers GPT2Block / Phi3DecoderLayer resid dropout; derivatives.yaml native_dropout");
 }
@@ -336,7 +342,7 @@ Inventory hf_model_level(const HfContext& c) {
         checked_product(2, x.s, x.d), c.t.residual, "2·s·d",
         "transformers LlamaRotaryEmbedding.forward, apply_rotary_pos_emb; derivatives.yaml mul");
   }
-  if (c.w.dropout.embedding > 0) {
+  if (c.w.dropout.embedding > 0 && has_residual_dropout(c.m)) {
     add(inv, "embedding.dropout_mask", "embedding dropout mask (bool)", checked_mul(x.T, x.h), DType::boolean,
         "b·s·h", "transformers GPT2Model.forward (drop); derivatives.yaml native_dropout");
   }

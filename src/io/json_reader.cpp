@@ -48,11 +48,12 @@ nlohmann::json parse_json(std::string_view text, std::string_view source) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based offset of the character after the error.
-    const std::size_t end = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    // e.byte is the 1-based offset of the character that failed; one past
+    // the end when the input ended early.
+    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
     std::size_t line = 1;
     std::size_t column = 1;
-    for (std::size_t i = 0; i < end; ++i) {
+    for (std::size_t i = 0; i < at; ++i) {
       if (text[i] == '\n') {
         ++line;
         column = 1;
@@ -60,7 +61,6 @@ nlohmann::json parse_json(std::string_view text, std::string_view source) {
         ++column;
       }
     }
-    if (end > 0 && column > 1) --column;  // point at the offending character itself
     throw InputError(fmt::format("{}:{}:{}", source, line, column),
                      "invalid JSON: " + parse_problem(e.what()));
   }

@@ -1,0 +1,202 @@
+// Published numbers, each with its citation. These check the formulas
+// against papers and framework code, not against our own arithmetic.
+#include <catch2/catch.hpp>
+
+#include "core/inventory.hpp"
+#include "helpers.hpp"
+#include "vramcalc/formulas.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+std::uint64_t component_sum(const Budget& b, std::initializer_list<Component> cs) {
+  std::uint64_t sum = 0;
+  for (Component c : cs) sum += test::component(b, c);
+  return sum;
+}
+
+const Phase& optimizer_phase(const Budget& b) {
+  for (const Phase& p : b.phases) {
+    if (p.name == "optimizer step") return p;
+  }
+  FAIL("no optimizer phase");
+  return b.phases.front();
+}
+
+// A Llama-style config with exactly `P` parameters, for the papers' worked
+// examples: h = 4000, 32 heads of 125, I = 10000, tied embeddings:
+//   P = L · (4h² + 3hI + 2h) + V·h + h = L · 184,008,000 + 4000·V + 4000.
+ModelSpec synthetic(std::uint64_t layers, std::uint64_t vocab) {
+  return test::model(R"({"model_type": "llama", "hidden_size": 4000, "intermediate_size": 10000,
+      "num_attention_heads": 32, "num_key_value_heads": 32, "tie_word_embeddings": true,
+      "num_hidden_layers": )" +
+                     std::to_string(layers) + R"(, "vocab_size": )" + std::to_string(vocab) + "}");
+}
+
+}  // namespace
+
+TEST_CASE("preset parameter counts equal the published totals", "[reference][parameters]") {
+  struct Row {
+    const char* preset;
+    std::uint64_t total;
+  };
+  // keras-team/keras-hub @ 71453d08 keras_hub/src/models/*/*_presets.py ("params"), except where noted.
+  const Row rows[] = {
+      {"llama-3.1-8b", 8'030'261'248ULL},      // llama3_presets.py llama3.1_8b; MEMORY-MODEL.md §1
+      {"llama-3.1-70b", 70'553'706'496ULL},    // HF API safetensors.total (rev 349b2ddb); MEMORY-MODEL.md §1
+      {"llama-3.1-405b", 405'853'388'800ULL},  // HF API safetensors.total (rev b906e4dc), third-party record
+      {"llama-3.2-1b", 1'235'814'400ULL},      // HF API safetensors.total of -Instruct, third-party record
+      {"llama-3.2-3b", 3'212'749'824ULL},      // HF API safetensors.total of -Instruct, third-party record
+      {"mistral-7b-v0.1", 7'241'732'096ULL},   // mistral_presets.py mistral_7b_en; MEMORY-MODEL.md §1
+      {"qwen2.5-7b", 7'615'616'512ULL},        // qwen_presets.py qwen2.5_math_7b_en (same shape)
+      {"qwen2.5-72b", 72'706'203'648ULL},      // qwen_presets.py qwen2.5_instruct_72b_en
+      {"qwen3-8b", 8'190'735'360ULL},          // qwen3_presets.py qwen3_8b_en
+      {"gemma-2-9b", 9'241'705'984ULL},        // gemma_presets.py gemma2_9b_en
+      {"phi-3-mini-4k", 3'821'079'552ULL},     // phi3_presets.py phi3_mini_4k_instruct_en
+      {"gpt2", 124'439'808ULL},                // gpt2_presets.py gpt2_base_en
+  };
+  REQUIRE(presets().size() == std::size(rows));
+  for (const Row& r : rows) {
+    INFO(r.preset);
+    CHECK(count_parameters(load_model(r.preset)).total == r.total);
+  }
+}
+
+TEST_CASE("llama-3.1-8b in bf16: weights and KV cache bytes", "[reference]") {
+  // Weights: the model.safetensors.index.json total_size of meta-llama/Llama-3.1-8B (bf16).
+  // KV cache at batch 1, 8192 tokens: 2 · 32 layers · 8 KV heads · 128 · 2 B · 8192 = 1 GiB.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Budget b = estimate(m, test::workload(m, {{"batch", "1"}, {"seq", "8192"}}));
+  CHECK(test::component(b, Component::weights) == 16'060'522'496ULL);
+  CHECK(test::component(b, Component::kv_cache) == 1'073'741'824ULL);
+}
+
+TEST_CASE("regimes on llama-3.1-8b: bytes per parameter exactly", "[reference][model_states]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const std::uint64_t P = 8'030'261'248ULL;
+  struct Row {
+    const char* precision;
+    std::uint64_t bytes_per_param;
+  };
+  // MEMORY-MODEL.md §3: fp32 16; AMP 16; ZeRO paper mixed precision 16 (§3.1,
+  // K = 12); Megatron bf16 with fp32 main grads 18 (theoretical_memory_usage.py);
+  // pure bf16 8.
+  for (const Row& r :
+       {Row{"fp32", 16}, Row{"amp", 16}, Row{"mixed", 16}, Row{"mixed-fp32-grads", 18}, Row{"pure", 8}}) {
+    const std::string dtype = std::string(r.precision) == "fp32" ? "fp32" : "bf16";
+    const Budget b =
+        estimate(m, test::workload(m, {{"mode", "train"}, {"precision", r.precision}, {"dtype", dtype}}));
+    INFO(r.precision);
+    CHECK(component_sum(b, {Component::weights, Component::gradients, Component::master_weights,
+                            Component::optimizer_states}) == r.bytes_per_param * P);
+  }
+}
+
+TEST_CASE("ZeRO paper §5: model states of a 7.5B model on 64 GPUs", "[reference][zero]") {
+  // Rajbhandari et al. 2020 (arXiv 1910.02054) §5.1-5.3, Ψ = 7.5B, N_d = 64,
+  // K = 12, decimal GB: baseline 120, P_os 31.4, P_os+g 16.6, P_os+g+p 1.9.
+  const ModelSpec m = synthetic(32, 402'935);  // exactly 7,500,000,000 parameters
+  REQUIRE(count_parameters(m).total == 7'500'000'000ULL);
+  auto states = [&](const char* zero) {
+    const Budget b = estimate(m, test::workload(m, {{"mode", "train"},
+                                                    {"precision", "mixed"},
+                                                    {"dp", "64"},
+                                                    {"zero", zero},
+                                                    {"framework", "megatron"}}));
+    return component_sum(b, {Component::weights, Component::gradients, Component::master_weights,
+                             Component::optimizer_states});
+  };
+  // Megatron keeps no DDP bucket copy, so the components are the paper's model states.
+  CHECK(states("0") == 120'000'000'000ULL);  // 16Ψ
+  CHECK(states("1") == 31'406'250'000ULL);   // 4Ψ + 12Ψ/64 → "31.4 GB"
+  CHECK(states("2") == 16'640'625'000ULL);   // 2Ψ + 14Ψ/64 → "16.6 GB"
+  CHECK(states("3") == 1'875'000'000ULL);    // 16Ψ/64 → "1.9 GB"
+}
+
+TEST_CASE("Megatron bytes per parameter: 18, and 6 + 12/d with the distributed optimizer",
+          "[reference][megatron]") {
+  // NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py (num_bytes_per_parameter)
+  // and docs/user-guide/features/dist_optimizer.md: bf16 params / fp32 grads 18 and 6 + 12/d;
+  // fp32 / fp32 16 and 8 + 8/d; fp16 / fp16 20 and 4 + 16/d (the fp32 grad copy the optimizer makes).
+  const ModelSpec m = synthetic(32, 402'935);
+  const std::uint64_t P = 7'500'000'000ULL;
+  auto step = [&](const char* precision, const char* zero) {
+    const std::string dtype = std::string(precision) == "fp32" ? "fp32" : "bf16";
+    return optimizer_phase(estimate(m, test::workload(m, {{"mode", "train"},
+                                                          {"framework", "megatron"},
+                                                          {"precision", precision},
+                                                          {"dtype", dtype},
+                                                          {"dp", "8"},
+                                                          {"zero", zero}})))
+        .total;
+  };
+  CHECK(step("mixed-fp32-grads", "0") == 18 * P);
+  CHECK(step("mixed-fp32-grads", "1") == 6 * P + 12 * P / 8);
+  CHECK(step("fp32", "0") == 16 * P);
+  CHECK(step("fp32", "1") == 8 * P + 8 * P / 8);
+  CHECK(step("mixed", "0") == 20 * P);
+  CHECK(step("mixed", "1") == 4 * P + 16 * P / 8);
+}
+
+TEST_CASE("DeepSpeed's ZeRO-2 estimator: 2Ψ + 18Ψ/N", "[reference][zero]") {
+  // deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py
+  // estimate_zero2_model_states_mem_needs (after PR #5099): GPU 2Ψ + 18Ψ/N
+  // ("2 grads16 + 4 grads32 + 4 params32 + 8 optimizer states"). The doc's
+  // t5-3b example, Ψ = 2851M on 8 GPUs, gives 11.28 GiB with the current code.
+  const ModelSpec m = synthetic(15, 22'719);  // exactly 2,851,000,000 parameters
+  REQUIRE(count_parameters(m).total == 2'851'000'000ULL);
+  const Budget b =
+      estimate(m, test::workload(m, {{"mode", "train"}, {"precision", "mixed"}, {"dp", "8"}, {"zero", "2"}}));
+  const std::uint64_t P = 2'851'000'000ULL;
+  CHECK(optimizer_phase(b).total == 2 * P + 18 * P / 8);
+  CHECK(format_gib(optimizer_phase(b).total) == "11.28");
+}
+
+TEST_CASE("Korthikanti et al. 2022 Table 2, per-layer activations", "[reference][megatron]") {
+  // arXiv 2205.05198 Table 2 (t = 1): no recompute sbh(34 + 5as/h); selective
+  // 34sbh; full 2sbh. 16-bit activations, 1-byte dropout masks, 4h GeLU MLP.
+  struct Config {
+    const char* name;
+    std::uint64_t a, h, s, b;
+  };
+  // Table 3's 22B (b = 4) and GPT-3 175B (b = 1) shapes; s = 2048, v = 51200.
+  for (const Config& c : {Config{"22B", 64, 6144, 2048, 4}, Config{"175B", 96, 12288, 2048, 1}}) {
+    const ModelSpec m = test::model(R"({"model_type": "gpt2", "vocab_size": 51200, "n_positions": 2048,
+        "n_layer": 2, "n_embd": )" + std::to_string(c.h) +
+                                    R"(, "n_head": )" + std::to_string(c.a) + "}");
+    auto per_layer = [&](const char* checkpoint) {
+      const Workload w = test::workload(m, {{"mode", "train"},
+                                            {"framework", "megatron"},
+                                            {"attention", "eager"},
+                                            {"batch", std::to_string(c.b)},
+                                            {"seq", std::to_string(c.s)},
+                                            {"checkpoint", checkpoint}});
+      const core::ActivationProfile p = core::megatron_profile(m, w);
+      return std::string(checkpoint) == "full" ? core::total_bytes(p.checkpointed)
+                                               : core::total_bytes(p.layer);
+    };
+    const std::uint64_t sbh = c.s * c.b * c.h;
+    INFO(c.name);
+    // sbh (34 + 5as/h) = 34·sbh + 5·a·s²·b.
+    CHECK(per_layer("none") == 34 * sbh + 5 * c.a * c.s * c.s * c.b);
+    CHECK(per_layer("selective") == 34 * sbh);
+    CHECK(per_layer("full") == 2 * sbh);
+  }
+  // The paper's §5 ratio check: 5as/h = 80 for GPT-3, so selective keeps
+  // 34 / (34 + 80) of the layer: 70% saved.
+  CHECK(5 * 96 * 2048 / 12288 == 80);
+}
+
+TEST_CASE("Megatron's activation formula for other MLP widths: sbh(18 + 4·ffn/h)", "[reference][megatron]") {
+  // NVIDIA/Megatron-LM theoretical_memory_usage.py compute_activation_memory (selective
+  // recompute, t = 1): s·b·h·(18 + 4·ffn/h) per layer. With ffn = 3h: 30sbh.
+  const ModelSpec m = test::model(R"({"model_type": "gpt2", "vocab_size": 1000, "n_positions": 512,
+      "n_layer": 2, "n_embd": 512, "n_head": 8, "n_inner": 1536})");
+  const Workload w = test::workload(m, {{"mode", "train"},
+                                        {"framework", "megatron"},
+                                        {"checkpoint", "selective"},
+                                        {"batch", "2"},
+                                        {"seq", "512"}});
+  CHECK(core::total_bytes(core::megatron_profile(m, w).layer) == 30ULL * 512 * 2 * 512);
+}
