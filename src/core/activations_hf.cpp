@@ -437,8 +437,10 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w) {
   }
   // Under autocast, checkpointed layers' weight casts are not kept by
   // autograd, but the autocast cache holds them until the autocast context
-  // exits after the loss.
-  if (c.t.autocast && w.checkpoint.kind != CheckpointKind::none) {
+  // exits after the loss. The cache takes only leaf parameters, so FSDP's
+  // gathered parameters (views of a flat buffer) are not cached.
+  const bool fsdp_full = w.zero == 3 && w.dp > 1;
+  if (c.t.autocast && w.checkpoint.kind != CheckpointKind::none && !fsdp_full) {
     const std::uint64_t ckpt_layers = w.checkpoint.kind == CheckpointKind::every
                                           ? ceil_div(m.num_layers, w.checkpoint.every)
                                           : m.num_layers;

@@ -32,12 +32,15 @@ std::string render_table(const PlanResult& p) {
     out += fmt::format("defaults used: {}\n", d);
   }
   out += "\n";
-  out += fmt::format("{:<18} {:>10} {:>10} {:>7}  {}\n", "component", "max GiB", "peak GiB", "share", "");
+  out += fmt::format("{:<18} {:>10} {:>10} {:>7}\n", "component", "max GiB", "at peak", "share");
   for (std::size_t i = 0; i < k_component_count; ++i) {
     const auto c = static_cast<Component>(i);
     const std::uint64_t live = at_peak(b, c);
-    out += fmt::format("{:<18} {:>10} {:>10} {:>7}  {}\n", name_of(c), format_gib(b.components[i]),
-                       format_gib(live), percent(live, b.peak_device), bar(live, b.peak_device, 24));
+    std::string row =
+        fmt::format("{:<18} {:>10} {:>10} {:>7}  {}", name_of(c), format_gib(b.components[i]),
+                    format_gib(live), percent(live, b.peak_device), bar(live, b.peak_device, 24));
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    out += row + "\n";
   }
   out += fmt::format("{:<18} {:>10}   (components are never all live at once)\n", "sum", format_gib(b.sum));
   out += "\n";

@@ -1,0 +1,77 @@
+// Renderers: the JSON contract (schema vramcalc.plan/1) and the table.
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helpers.hpp"
+#include "vramcalc/render.hpp"
+
+using namespace vramcalc;
+using nlohmann::json;
+
+namespace {
+
+json schema() {
+  std::ifstream in(std::string(VRAMCALC_SOURCE_DIR) + "/docs/schema/plan-output.schema.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+// Checks the schema's "required" keys and simple types, recursively through
+// "properties" (a small subset of JSON Schema: enough to keep the document
+// and the output in step).
+void check_required(const json& s, const json& value, const std::string& path) {
+  if (s.contains("required") && value.is_object()) {
+    for (const auto& key : s["required"]) {
+      INFO(path << "/" << key.get<std::string>());
+      CHECK(value.contains(key.get<std::string>()));
+    }
+  }
+  if (s.contains("properties") && value.is_object()) {
+    for (const auto& [key, sub] : s["properties"].items()) {
+      if (value.contains(key)) check_required(sub, value[key], path + "/" + key);
+    }
+  }
+  if (s.contains("const")) CHECK(value == s["const"]);
+}
+
+json plan_json(const std::string& preset,
+               std::initializer_list<std::pair<std::string, std::string>> settings) {
+  return json::parse(render_json(plan(test::request(load_model(preset), settings))));
+}
+
+}  // namespace
+
+TEST_CASE("JSON output follows the vramcalc.plan/1 contract", "[render][json]") {
+  const json s = schema();
+  for (const json& j :
+       {plan_json("llama-3.1-8b", {{"mode", "train"}, {"gpu", "h100-80gb"}}),
+        plan_json("gpt2", {{"seq", "512"}}),
+        plan_json("qwen3-8b", {{"mode", "train"}, {"framework", "megatron"}, {"gpu_mem", "80GiB"}})}) {
+    check_required(s, j, "");
+    const json& g = j["per_gpu"];
+    std::uint64_t sum = 0;
+    for (const auto& [name, bytes] : g["components"].items()) sum += bytes.get<std::uint64_t>();
+    CHECK(sum == g["sum_bytes"].get<std::uint64_t>());
+    REQUIRE(g["breakdown"].size() == 9);
+    for (const json& root : g["breakdown"]) {
+      CHECK(root["bytes"] == g["components"][root["id"].get<std::string>()]);
+    }
+    if (!j["gpu"].is_null()) {
+      CHECK(j["gpu"]["headroom_bytes"].get<std::int64_t>() ==
+            j["gpu"]["capacity_bytes"].get<std::int64_t>() - g["peak_device_bytes"].get<std::int64_t>());
+    }
+  }
+  CHECK(plan_json("gpt2", {})["gpu"].is_null());
+}
+
+TEST_CASE("the table labels binary units and names the peak", "[render][table]") {
+  const std::string t = render_table(plan(test::request(load_model("llama-3.1-8b"), {{"gpu", "h100-80gb"}})));
+  CHECK(t.find("max GiB") != std::string::npos);
+  CHECK(t.find("peak allocated") != std::string::npos);
+  CHECK(t.find("fits on h100-80gb") != std::string::npos);
+  CHECK(t.find(" GB") == std::string::npos);  // never decimal units for binary sizes
+}
