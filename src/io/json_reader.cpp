@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -67,6 +68,8 @@ nlohmann::json parse_json(std::string_view text, std::string_view source) {
 }
 
 std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, "cannot open file: it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError(path, fmt::format("cannot open file: {}", std::strerror(errno)));

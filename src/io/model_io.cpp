@@ -130,8 +130,8 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
   if (auto types = root.find("layer_types")) {
     if (!types->json().is_array()) types->fail("expected an array of strings, got " + types->shown());
     if (types->json().size() != m.num_layers) {
-      types->fail(
-          fmt::format("has {} entries but num_hidden_layers is {}", types->json().size(), m.num_layers));
+      types->fail(fmt::format("lists {} layer types, but num_hidden_layers is {}", types->json().size(),
+                              m.num_layers));
     }
     for (const auto& t : types->json()) {
       if (t.is_string() && t.get<std::string>() == "sliding_attention") ++layers;

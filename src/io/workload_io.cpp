@@ -382,7 +382,7 @@ PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
       // A plan file: "model" names a preset, or holds a config object inline.
       if (m->is_object()) {
         model = io::read_model(*m, stem);
-      } else {
+      } else if (m->is_string()) {
         const std::string name = m->string();
         auto found = io::find_preset(name);
         if (!found) {
@@ -390,6 +390,8 @@ PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
                               io::did_you_mean(name, io::preset_names())));
         }
         model = std::move(*found);
+      } else {
+        m->fail("expected a preset name or a config object, got " + m->shown());
       }
     } else {
       model = io::read_model(root, stem);
