@@ -20,7 +20,8 @@ int fail(const std::string& message, int code) {
 
 int main(int argc, char** argv) {
   using namespace vramcalc::cli;
-  CLI::App app{"vramcalc: where every byte of GPU memory goes when you train or serve a transformer."};
+  CLI::App app{"vramcalc: where every byte of GPU memory goes when you train or serve a transformer.",
+               "vramcalc"};
   app.set_version_flag("--version", "vramcalc 0.1.0");
   app.require_subcommand(0, 1);
   app.allow_extras();
