@@ -226,16 +226,30 @@ std::vector<Moment> training_moments(const Train& t, const ComponentBytes& c, st
   for (std::uint64_t i = 0; i < L; ++i) {
     prefix[i + 1] = checked_add(prefix[i], checkpointed(w.checkpoint, i) ? t.a_ckpt : t.a_full);
   }
-  Moment worst_layer;
+  // Find the worst layer by arithmetic, then describe only that moment.
+  const std::uint64_t base_total = live_total(base);
+  const std::uint64_t working = checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd));
+  std::uint64_t worst_layer = 0;
   std::uint64_t worst_total = 0;
-  bool have_layer = false;
+  std::uint64_t worst_produced = 0;
   for (std::uint64_t step = 0; step < L; ++step) {
     const std::uint64_t i = L - 1 - step;
     produced = checked_add(produced, t.params.per_layer);
-    Moment b{fmt::format("backward, layer {}", i), base, t.prof.layer_backward};
-    b.live[idx(Component::activations)] = checked_add(prefix[i + 1], t.a_model);
-    b.live[idx(Component::gradients)] = grads_live(produced);
-    if (checkpointed(w.checkpoint, i)) {
+    const std::uint64_t recompute = checkpointed(w.checkpoint, i) ? t.a_full : 0;
+    const std::uint64_t total = checked_add(
+        checked_add(base_total, checked_add(prefix[i + 1], t.a_model)),
+        checked_add(grads_live(produced) - base[idx(Component::gradients)], checked_add(working, recompute)));
+    if (step == 0 || total > worst_total) {
+      worst_total = total;
+      worst_layer = i;
+      worst_produced = produced;
+    }
+  }
+  if (L > 0) {
+    Moment b{fmt::format("backward, layer {}", worst_layer), base, t.prof.layer_backward};
+    b.live[idx(Component::activations)] = checked_add(prefix[worst_layer + 1], t.a_model);
+    b.live[idx(Component::gradients)] = grads_live(worst_produced);
+    if (checkpointed(w.checkpoint, worst_layer)) {
       for (const core::TensorEntry& e : t.prof.layer) {
         core::TensorEntry r = e;
         r.id = "recompute." + e.id;
@@ -245,14 +259,8 @@ std::vector<Moment> training_moments(const Train& t, const ComponentBytes& c, st
       }
     }
     b.transient.insert(b.transient.end(), zero3_bwd.begin(), zero3_bwd.end());
-    const std::uint64_t total = checked_add(live_total(b.live), total_bytes(b.transient));
-    if (!have_layer || total > worst_total) {
-      worst_total = total;
-      worst_layer = std::move(b);
-      have_layer = true;
-    }
+    out.push_back(std::move(b));
   }
-  if (have_layer) out.push_back(std::move(worst_layer));
   {
     Moment e{"backward, end", base, {}};
     e.live[idx(Component::activations)] = t.a_model;
