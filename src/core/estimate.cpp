@@ -87,7 +87,6 @@ struct Train {
   std::uint64_t a_ckpt = 0;   // one checkpointed layer
   std::uint64_t a_model = 0;  // embedding-level
   std::uint64_t n_ckpt = 0;
-  std::uint64_t head = 0;
 };
 
 // ---- transients --------------------------------------------------------------
@@ -485,7 +484,6 @@ std::vector<Moment> training(Builder& out, const ModelSpec& m, const Workload& w
   t.a_full = total_bytes(t.prof.layer);
   t.a_ckpt = total_bytes(t.prof.checkpointed);
   t.a_model = total_bytes(t.prof.model);
-  t.head = total_bytes(t.prof.head);
   t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
 
   std::vector<Node> act;

@@ -143,7 +143,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
         layers = m.num_layers;
         break;
       case ModelType::gemma2:
-        layers = (m.num_layers + 1) / 2;
+        layers = m.num_layers / 2 + m.num_layers % 2;
         break;  // even-indexed layers
       case ModelType::qwen2:
       case ModelType::qwen3:
@@ -181,7 +181,7 @@ void read_gpt2(const JsonCursor& root, ModelSpec& m) {
   if (auto inner = root.find("n_inner")) {
     m.intermediate_size = inner->positive_integer();
   } else {
-    m.intermediate_size = m.hidden_size * 4;
+    m.intermediate_size = checked_mul(m.hidden_size, 4);
   }
   m.learned_positions = true;
   m.norm = NormKind::layer_norm;
@@ -371,14 +371,14 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
   if (auto s = root.find("source")) m.source = s->string();
   m.type = read_model_type(root);
   reject_near_misses(root);
-  if (m.type == ModelType::gpt2) {
-    read_gpt2(root, m);
-  } else {
-    read_llama_style(root, m);
-  }
-  // An architecture whose parameter count overflows 64 bits is refused here,
-  // naming the input, rather than failing later inside a formula.
+  // An architecture whose sizes overflow 64 bits is refused here, naming
+  // the input, rather than failing later inside a formula.
   try {
+    if (m.type == ModelType::gpt2) {
+      read_gpt2(root, m);
+    } else {
+      read_llama_style(root, m);
+    }
     (void)count_parameters(m);
   } catch (const OverflowError&) {
     root.fail(
