@@ -373,8 +373,13 @@ Inventory hf_head(const HfContext& c) {
       "b·s·V",
       "transformers loss_utils.py ForCausalLMLoss (.float(), cross_entropy); derivatives.yaml "
       "_log_softmax (result)");
-  add(inv, "loss.labels", "shifted labels, kept by nll_loss", x.T, DType::int64, "b·s",
-      "transformers loss_utils.py ForCausalLMLoss; derivatives.yaml nll_loss_forward (target)");
+  // The labels are padded by one position and sliced; with one sequence the
+  // slice is already contiguous, so .contiguous() keeps the padded storage.
+  add(inv, "loss.labels", "shifted labels, kept by nll_loss", x.b == 1 ? x.s + 1 : x.T, DType::int64,
+      x.b == 1 ? "s + 1" : "b·s",
+      "transformers loss_utils.py ForCausalLMLoss (pad, slice, contiguous); derivatives.yaml "
+      "nll_loss_forward "
+      "(target)");
   return inv;
 }
 
