@@ -1,0 +1,308 @@
+#include "cases.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "core/inventory.hpp"
+#include "vramcalc/estimate.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::validation {
+
+using nlohmann::json;
+
+std::vector<json> load(const std::string& file) {
+  const std::string path = std::string(VRAMCALC_SOURCE_DIR) + "/tests/validation/data/" + file;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<json> cases;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) cases.push_back(json::parse(line));
+  }
+  return cases;
+}
+
+double relative_error(std::uint64_t estimate, std::uint64_t measured) {
+  if (measured == 0) return estimate == 0 ? 0.0 : 1.0;
+  return (static_cast<double>(estimate) - static_cast<double>(measured)) / static_cast<double>(measured);
+}
+
+double Comparison::error() const {
+  return relative_error(predicted, measured);
+}
+
+bool Comparison::within_tolerance() const {
+  const std::uint64_t diff = predicted > measured ? predicted - measured : measured - predicted;
+  if (tolerance_bytes > 0) return diff <= tolerance_bytes;
+  return std::fabs(error()) <= tolerance + 1e-12;
+}
+
+namespace {
+
+bool has_op(const json& entry, const std::string& op) {
+  for (const auto& o : entry["ops"]) {
+    if (o.get<std::string>() == op) return true;
+  }
+  return false;
+}
+
+// Bytes a storage measured on CPU with torch 1.13 takes in a torch 2.x CUDA
+// run. Each rule, with its source, is listed in tests/validation/README.md.
+std::uint64_t cuda_bytes(const json& e) {
+  const std::uint64_t bytes = e["bytes"].get<std::uint64_t>();
+  const std::uint64_t numel = e["numel"].get<std::uint64_t>();
+  // R4: Python numbers in arithmetic become 0-dim wrapped scalars, host-side on CUDA.
+  if (e["dim"].get<int>() == 0) return 0;
+  // R1: 1.13's mean.dim keeps its input; 2.x's mean_backward keeps only sizes.
+  if (e["ops"].size() == 1 && has_op(e, "MeanBackward1.self")) return 0;
+  // R2: CPU dropout keeps its noise in the input dtype; CUDA's native_dropout a bool mask.
+  for (const auto& t : e["tags"]) {
+    if (t.get<std::string>() == "dropout") return numel;
+  }
+  // R3: CPU LayerNorm on bf16 keeps bf16 mean and rstd; CUDA keeps fp32.
+  if (e["dtype"] == "bfloat16" &&
+      (has_op(e, "NativeLayerNormBackward0.result1") || has_op(e, "NativeLayerNormBackward0.result2"))) {
+    return numel * 4;
+  }
+  return bytes;
+}
+
+PlanRequest cpu_request(const json& c, const std::string& name) {
+  const ModelSpec model = parse_model(c["config"].dump(), name, name);
+  WorkloadInput in;
+  auto set = [&in](const char* key, const std::string& value) { set_from_text(in, key, value, key); };
+  set("batch", std::to_string(c["batch"].get<std::uint64_t>()));
+  set("seq", std::to_string(c["seq"].get<std::uint64_t>()));
+  const bool fp32 = c["dtype"] == "fp32";
+  set("dtype", fp32 ? "fp32" : "bf16");
+  set("attention", "eager");
+  if (c["kind"] == "train") {
+    set("mode", "train");
+    set("precision", fp32 ? "fp32" : "pure");
+    set("checkpoint", c["checkpoint"].get<std::string>());
+    set("optimizer", c["optimizer"].get<std::string>());
+  }
+  return resolve(model, in);
+}
+
+// Korthikanti et al. 2022, Eq. 1 (no recompute) or Table 2's full
+// recompute row, as a user would apply it: 16-bit, whatever the run.
+std::uint64_t korthikanti_layer(const ModelSpec& m, const Workload& w, bool checkpointed) {
+  const std::uint64_t sbh = w.seq * w.batch * m.hidden_size;
+  if (checkpointed) return 2 * sbh;
+  return 34 * sbh + 5 * m.num_attention_heads * w.seq * w.seq * w.batch;
+}
+
+// accelerate estimate-memory "Training using Adam": the largest of model,
+// gradients, optimizer and step, per parameter 16 B in fp32 and 8 B in
+// 16-bit (src/accelerate/commands/estimate.py, see docs/accuracy.md).
+std::uint64_t accelerate_training(std::uint64_t params, DType dtype) {
+  return params * (dtype == DType::fp32 ? 16 : 8);
+}
+
+void add_train_case(Evaluation& out, const json& c, const std::string& id) {
+  const PlanRequest r = cpu_request(c, id);
+  const ModelSpec& m = r.model;
+  const Workload& w = r.workload;
+  const Budget b = estimate(m, w);
+  const json& meas = c["measured"];
+  auto component = [&b](Component x) { return b.components[static_cast<std::size_t>(x)]; };
+  const std::uint64_t params = count_parameters(m).total;
+
+  auto exact = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted) {
+    Comparison x;
+    x.case_id = id;
+    x.kind = kind;
+    x.measured = measured;
+    x.predicted = predicted;
+    out.comparisons.push_back(x);
+    return &out.comparisons.back();
+  };
+  const std::uint64_t p_bytes = meas["parameter_bytes"].get<std::uint64_t>();
+  const std::uint64_t g_bytes = meas["gradient_bytes"].get<std::uint64_t>();
+  const std::uint64_t o_bytes = meas["optimizer_state_bytes"].get<std::uint64_t>();
+  exact("parameters", p_bytes, component(Component::weights));
+  exact("gradients", g_bytes, component(Component::gradients));
+  exact("optimizer states", o_bytes, component(Component::optimizer_states));
+  Comparison* states = exact("model states", p_bytes + g_bytes + o_bytes,
+                             component(Component::weights) + component(Component::gradients) +
+                                 component(Component::optimizer_states));
+  // DeepSpeed estimate_zero2_model_states_mem_needs on one GPU: 2Ψ + 18Ψ.
+  states->deepspeed = 20 * params;
+  states->accelerate = accelerate_training(params, w.dtype);
+
+  // Saved tensors by scope, in CUDA terms.
+  std::map<std::string, std::uint64_t> scope;
+  for (const json& e : meas["saved"]) scope[e["scope"].get<std::string>()] += cuda_bytes(e);
+  const core::ActivationProfile p = core::hf_profile(m, w);
+  std::uint64_t embedding_level = scope["embedding"] + scope["shared"];
+  if (w.checkpoint.kind == CheckpointKind::full && !m.learned_positions) {
+    // R5: every layer checkpointed, so no op saves the rotary tables the
+    // checkpoints' closures keep alive.
+    embedding_level += 2 * w.seq * m.head_dim * bits_of(core::dtypes_of(w).residual) / 8;
+  }
+  Comparison* e = exact("embedding level", embedding_level, core::total_bytes(p.model));
+  e->tolerance = 0.02;
+  for (std::uint64_t layer = 0; layer < m.num_layers; ++layer) {
+    const bool ckpt = w.checkpoint.kind == CheckpointKind::full ||
+                      (w.checkpoint.kind == CheckpointKind::every && layer % w.checkpoint.every == 0);
+    Comparison* a = exact("activations per layer", scope["layer." + std::to_string(layer)],
+                          core::total_bytes(ckpt ? p.checkpointed : p.layer));
+    a->tolerance = 0.02;
+    a->korthikanti = korthikanti_layer(m, w, ckpt);
+  }
+  Comparison* h = exact("logits and loss", scope["head"], core::total_bytes(p.head));
+  h->tolerance = 0.02;
+}
+
+// The model states of a published case: weights, gradients, master weights
+// and optimizer states per rank.
+std::uint64_t model_states(const Budget& b) {
+  std::uint64_t sum = 0;
+  for (Component c :
+       {Component::weights, Component::gradients, Component::master_weights, Component::optimizer_states}) {
+    sum += b.components[static_cast<std::size_t>(c)];
+  }
+  return sum;
+}
+
+}  // namespace
+
+Evaluation evaluate_cpu_cases() {
+  Evaluation out;
+  const std::vector<json> cases = load("cpu-autograd.jsonl");
+  for (std::size_t i = 1; i < cases.size(); ++i) {
+    const json& c = cases[i];
+    const std::string id = "cpu-autograd #" + std::to_string(i);
+    if (c["kind"] == "generate") {
+      const PlanRequest r = cpu_request(c, id);
+      Comparison x;
+      x.case_id = id;
+      x.kind = "kv cache";
+      x.measured = c["measured"]["kv_cache_bytes"].get<std::uint64_t>();
+      x.predicted = kv_cache_bytes(r.model, r.workload);
+      out.comparisons.push_back(x);
+    } else {
+      add_train_case(out, c, id);
+    }
+  }
+  return out;
+}
+
+Evaluation evaluate_published_cases() {
+  Evaluation out;
+  for (const json& c : load("published.jsonl")) {
+    const json& v = c["vramcalc"];
+    const std::string id = c["id"].get<std::string>();
+    if (v["status"] == "skipped") {
+      out.skipped.push_back({id, v["reason"].get<std::string>()});
+      continue;
+    }
+    const json& plan = v["plan"];
+    ModelSpec model;
+    if (plan["model"].is_string()) {
+      model = load_model(plan["model"].get<std::string>());
+    } else {
+      json config = plan["model"];
+      config.erase("note");
+      model = parse_model(config.dump(), id, id);
+    }
+    WorkloadInput in;
+    for (const auto& [key, value] : plan["workload"].items()) {
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      set_from_text(in, key, text, key);
+    }
+    const PlanRequest r = resolve(model, in);
+    const Budget b = estimate(r.model, r.workload);
+    const std::string quantity = v["quantity"].get<std::string>();
+    Comparison x;
+    x.case_id = id;
+    x.measured = v["value_bytes"].get<std::uint64_t>();
+    x.tolerance_bytes = v["tolerance"]["rounding_bytes"].get<std::uint64_t>();
+    const std::uint64_t params = count_parameters(r.model).total;
+    if (quantity == "model_states") {
+      x.kind = "model states (published)";
+      x.predicted = model_states(b);
+      x.accelerate = 8 * params;  // fp16/bf16 "Training using Adam"
+      if (r.workload.zero == 2) x.deepspeed = 2 * params + 18 * params / r.workload.dp;
+    } else if (quantity == "weights") {
+      x.kind = "weights (published)";
+      x.predicted = b.components[static_cast<std::size_t>(Component::weights)];
+      x.accelerate = 2 * params;  // "Total Size" in 16-bit: parameters × 2
+    } else {
+      throw std::runtime_error(id + ": unknown quantity " + quantity);
+    }
+    out.comparisons.push_back(x);
+  }
+  return out;
+}
+
+std::vector<std::string> cuda_files() {
+  std::vector<std::string> files;
+  const std::filesystem::path dir = std::filesystem::path(VRAMCALC_SOURCE_DIR) / "tests/validation/data";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with("cuda-") && name.ends_with(".jsonl")) files.push_back(name);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A measured GPU case against the peaks. torch.cuda.max_memory_allocated
+// counts PyTorch's cuBLAS workspaces, which vramcalc reports under
+// runtime_overhead, so they are added to the predicted allocation here.
+Evaluation evaluate_cuda_cases() {
+  Evaluation out;
+  for (const std::string& file : cuda_files()) {
+    const std::vector<json> cases = load(file);
+    const std::string gpu = cases.front().value("gpu", "");
+    const bool hopper = gpu.find("H100") != std::string::npos || gpu.find("H200") != std::string::npos;
+    for (std::size_t i = 1; i < cases.size(); ++i) {
+      const json& c = cases[i];
+      const std::string id = file + " #" + std::to_string(i);
+      const ModelSpec model = parse_model(c["config"].dump(), id, c["model"].get<std::string>());
+      WorkloadInput in;
+      auto set = [&in](const char* key, const std::string& value) { set_from_text(in, key, value, key); };
+      set("batch", std::to_string(c["batch"].get<std::uint64_t>()));
+      set("seq", std::to_string(c["seq"].get<std::uint64_t>()));
+      set("attention", c["attention"] == "eager" ? "eager" : "flash");
+      if (c["kind"] == "train") {
+        set("mode", "train");
+        set("precision", c["precision"].get<std::string>());
+        set("checkpoint", c["checkpoint"].get<std::string>());
+      }
+      Workload w = resolve(model, in).workload;
+      w.cublas_workspace = hopper ? 32ULL << 20 : 8519680;
+      const Budget b = estimate(model, w);
+      const std::uint64_t handles = w.mode == Mode::train ? 2 : 1;
+      const json& m = c["measured"][c["kind"] == "train" ? "step" : "generate"];
+      Comparison alloc;
+      alloc.case_id = id;
+      alloc.kind = "peak allocated (GPU)";
+      alloc.measured = m["max_allocated"].get<std::uint64_t>();
+      alloc.predicted = b.peak_allocated + handles * w.cublas_workspace;
+      alloc.tolerance = 0.05;
+      out.comparisons.push_back(alloc);
+      Comparison reserved = alloc;
+      reserved.kind = "peak reserved (GPU)";
+      reserved.measured = m["max_reserved"].get<std::uint64_t>();
+      reserved.predicted = b.peak_reserved + handles * w.cublas_workspace;
+      reserved.tolerance = 0.10;
+      out.comparisons.push_back(reserved);
+      Comparison device = alloc;
+      device.kind = "device used (GPU)";
+      device.measured = m["device_used"].get<std::uint64_t>();
+      device.predicted = b.peak_device;
+      device.tolerance = 0.10;
+      out.comparisons.push_back(device);
+    }
+  }
+  return out;
+}
+
+}  // namespace vramcalc::validation
