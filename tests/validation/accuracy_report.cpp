@@ -3,6 +3,7 @@
 // simple rules peers use, and the cases vramcalc cannot represent yet.
 //
 //   build/dev/tests/vramcalc_accuracy > docs/accuracy.md
+//   build/dev/tests/vramcalc_accuracy --all    (also every compared case)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -46,7 +47,8 @@ std::string cell(const Errors& e) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool all = argc > 1 && std::string(argv[1]) == "--all";
   const Evaluation cpu = evaluate_cpu_cases();
   const Evaluation pub = evaluate_published_cases();
   const Evaluation gpu = evaluate_cuda_cases();
@@ -119,6 +121,17 @@ int main() {
     std::string list;
     for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + ("`" + id + "`");
     out += fmt::format("* {}: {}\n", reason, list);
+  }
+  if (all) {
+    out +=
+        "\n## Every comparison\n\n| case | kind | measured | predicted | error |\n|---|---|---:|---:|---:|\n";
+    for (const Evaluation* e : {&cpu, &pub, &gpu}) {
+      for (const Comparison& c : e->comparisons) {
+        out += fmt::format("| {} | {} | {} | {} | {:+.2f}% |\n", c.case_id, c.kind,
+                           vramcalc::format_thousands(c.measured), vramcalc::format_thousands(c.predicted),
+                           c.error() * 100);
+      }
+    }
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
