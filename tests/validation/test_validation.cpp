@@ -2,7 +2,7 @@
 // numbers (cases.cpp evaluates them; tests/validation/README.md explains
 // the data and the conversions from CPU/torch 1.13 to CUDA/torch 2.x).
 //
-// Tolerances (issue 3): parameters, gradients, optimizer states and KV cache
+// Tolerances: parameters, gradients, optimizer states and KV cache
 // exact; saved activations and logits within 2% of the CPU measurements;
 // published figures within their printed rounding.
 #include <catch2/catch.hpp>
