@@ -1,6 +1,8 @@
 // estimate(): the per-GPU memory budget of a model under a workload.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -16,6 +18,33 @@ namespace vramcalc {
 /// The budget of one GPU. Pure: valid inputs (from the io layer) never make
 /// it fail, except OverflowError when a byte count exceeds 64 bits.
 [[nodiscard]] Budget estimate(const ModelSpec& model, const Workload& workload);
+
+/// The most phases a step has: forward at the loss and at the last layer,
+/// backward at the loss, at its worst layer and at its end, optimizer step.
+inline constexpr std::size_t k_max_phases = 6;
+
+/// The numbers of a Budget without its trees, words, assumptions or phase
+/// names. Every field equals the Budget field of the same name that
+/// estimate() gives for the same inputs.
+struct Totals {
+  ComponentBytes components{};
+  /// Budget::phases[i].total for i < phase_count; 0 beyond.
+  std::array<std::uint64_t, k_max_phases> phase_totals{};
+  std::size_t phase_count = 0;
+  std::size_t peak_phase = 0;  ///< index into phase_totals
+  std::uint64_t peak_allocated = 0;
+  std::uint64_t allocator_slack = 0;
+  std::uint64_t peak_reserved = 0;
+  std::uint64_t peak_device = 0;
+  std::uint64_t sum = 0;
+};
+
+/// estimate()'s numbers, for searches and sweeps that evaluate many
+/// workloads: the same formula code, run without building a breakdown tree
+/// or any string, so it never allocates on the heap and is some fifty times
+/// faster (tests/bench/bench_estimate.cpp). Throws what estimate() throws:
+/// OverflowError when a byte count exceeds 64 bits.
+[[nodiscard]] Totals estimate_totals(const ModelSpec& model, const Workload& workload);
 
 /// Whether a budget fits a GPU: fits when peak_device ≤ capacity.
 struct FitVerdict {

@@ -5,7 +5,11 @@
 // 8-bit Adam) size their state per tensor, and ZeRO-3 gathers per layer.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <stdexcept>
 #include <string_view>
 #include <vector>
 
@@ -29,6 +33,33 @@ struct ParamTensor {
   [[nodiscard]] std::uint64_t total() const;     ///< elements × count, checked
 };
 
+/// The most tensor kinds one architecture has: 20 for a Llama-style decoder
+/// with every optional bias and norm and an untied head; 17 for GPT-2.
+inline constexpr std::size_t k_max_param_tensors = 24;
+
+/// Parameter tensor kinds in fixed storage: no heap allocation, for the
+/// paths that must not allocate (estimate_totals). A contiguous range, so it
+/// converts to std::span<const ParamTensor>.
+class ParamTensorList {
+ public:
+  /// Appends `t`; std::length_error past k_max_param_tensors (a bug in parameters.cpp).
+  void push_back(const ParamTensor& t) {
+    if (size_ == items_.size())
+      throw std::length_error("more parameter tensor kinds than k_max_param_tensors");
+    items_[size_++] = t;
+  }
+  [[nodiscard]] const ParamTensor* begin() const { return items_.data(); }
+  [[nodiscard]] const ParamTensor* end() const { return items_.data() + size_; }
+  [[nodiscard]] const ParamTensor* data() const { return items_.data(); }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] const ParamTensor& operator[](std::size_t i) const { return items_[i]; }
+
+ private:
+  std::array<ParamTensor, k_max_param_tensors> items_{};
+  std::size_t size_ = 0;
+};
+
 /// Every parameter tensor kind of `m`, in module order.
 ///
 /// Llama-style decoders (llama, mistral, qwen2, qwen3, gemma, gemma2):
@@ -41,6 +72,9 @@ struct ParamTensor {
 ///   weight and bias, tied head.
 /// Source: transformers src/transformers/models/<type>/modeling_<type>.py
 /// (module __init__ methods); totals checked in tests/reference.
+[[nodiscard]] ParamTensorList parameter_tensor_list(const ModelSpec& m);
+
+/// parameter_tensor_list(m) as a std::vector.
 [[nodiscard]] std::vector<ParamTensor> parameter_tensors(const ModelSpec& m);
 
 /// Parameter totals by scope.
@@ -54,8 +88,7 @@ struct ParameterCount {
   std::uint64_t lm_head = 0;  ///< 0 when tied
 };
 
-[[nodiscard]] ParameterCount count_parameters(const std::vector<ParamTensor>& tensors,
-                                              std::uint64_t num_layers);
+[[nodiscard]] ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers);
 [[nodiscard]] ParameterCount count_parameters(const ModelSpec& m);
 
 }  // namespace vramcalc

@@ -1,15 +1,28 @@
-// Shared pieces of the activation inventories: dimensions, the element
-// types of each precision regime, and turning entries into tree leaves.
+// Shared pieces of the activation inventories: tallies, dimensions, the
+// element types of each precision regime, and turning entries into tree
+// leaves.
 #include <fmt/format.h>
 
 #include "core/inventory.hpp"
+#include "vramcalc/formulas.hpp"
 
 namespace vramcalc::core {
 
+Tally times(const Tally& t, std::uint64_t count) {
+  return {mul_inline(t.bytes, count), mul_inline(t.rounding, count)};
+}
+
+void Inventory::append(const Inventory& other) {
+  tally_.add(other.tally_);
+  size_ += other.size_;
+  if (detail_ == Detail::tree) {
+    std::vector<TensorEntry>& list = entries_.fill();
+    list.insert(list.end(), other.entries().begin(), other.entries().end());
+  }
+}
+
 std::uint64_t total_bytes(const Inventory& inv) {
-  std::uint64_t sum = 0;
-  for (const TensorEntry& e : inv) sum = checked_add(sum, e.bytes());
-  return sum;
+  return inv.tally().bytes;
 }
 
 std::string formula_text(const TensorEntry& e) {
@@ -19,11 +32,23 @@ std::string formula_text(const TensorEntry& e) {
 
 std::vector<Node> leaves(const Inventory& inv, std::uint64_t count) {
   std::vector<Node> out;
-  out.reserve(inv.size());
-  for (const TensorEntry& e : inv) {
+  out.reserve(inv.entries().size());
+  for (const TensorEntry& e : inv.entries()) {
     out.push_back(leaf(e.id, e.label, e.bytes(), count, formula_text(e), e.source));
   }
   return out;
+}
+
+void Branch::entries(const Inventory& inv, std::uint64_t count) {
+  tally_.add(times(inv.tally(), count));
+  if (tree()) {
+    std::vector<Node>& list = children_.fill();
+    for (Node& n : leaves(inv, count)) list.push_back(std::move(n));
+  }
+}
+
+Node Branch::node(std::string id, std::string label) && {
+  return sum_of(std::move(id), std::move(label), std::move(children_).take());
 }
 
 Dims dims_of(const ModelSpec& m, std::uint64_t batch, std::uint64_t seq) {

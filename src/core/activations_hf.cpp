@@ -27,12 +27,21 @@ struct HfContext {
   const Workload& w;
   Dims x;
   Dtypes t;
+  Detail detail;
 };
 
-void add(Inventory& inv, std::string id, std::string label, std::uint64_t elements, DType dtype,
-         std::string expr, std::string source) {
-  inv.push_back(
-      TensorEntry{std::move(id), std::move(label), elements, dtype, std::move(expr), std::move(source)});
+void add(Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
+         std::string_view expr, std::string_view source) {
+  inv.add(id, label, elements, dtype, expr, source);
+}
+
+// An entry whose source is text built by `source()` (tree mode only).
+template <class Source>
+void add_sourced(Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements,
+                 DType dtype, std::string_view expr, const Source& source) {
+  inv.add(elements, dtype, [&] {
+    return EntryText{std::string(id), std::string(label), std::string(expr), source()};
+  });
 }
 
 // LlamaRMSNorm (also Mistral, Qwen2/3, Phi-3): x.to(float32); pow(2) keeps
@@ -40,46 +49,63 @@ void add(Inventory& inv, std::string id, std::string label, std::uint64_t elemen
 // multiply keeps the normalised input cast back to the input dtype. When the
 // input is already fp32, to() returns the input itself, so the fp32 copy is
 // the input tensor: the count is the same.
-void llama_rmsnorm(Inventory& inv, const std::string& id, const std::string& what, std::uint64_t rows,
-                   std::uint64_t width, DType input, const std::string& rows_expr,
-                   const std::string& width_expr) {
-  const std::string src =
-      std::string("transformers LlamaRMSNorm.forward; ") + k_derivatives + " (pow, rsqrt, mul)";
-  add(inv, id + ".input_fp32", what + ": fp32 input kept by pow", checked_mul(rows, width), DType::fp32,
-      rows_expr + "·" + width_expr, src);
-  add(inv, id + ".rstd", what + ": 1/rms per row kept by rsqrt", rows, DType::fp32, rows_expr, src);
-  add(inv, id + ".normalized", what + ": normalised input kept by the weight multiply",
-      checked_mul(rows, width), input, rows_expr + "·" + width_expr, src);
+void llama_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t rows,
+                   std::uint64_t width, DType input, std::string_view rows_expr,
+                   std::string_view width_expr) {
+  const auto src = [] {
+    return cat("transformers LlamaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
+  };
+  inv.add(checked_mul(rows, width), DType::fp32, [&] {
+    return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"),
+                     cat(rows_expr, "·", width_expr), src()};
+  });
+  inv.add(rows, DType::fp32, [&] {
+    return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), std::string(rows_expr),
+                     src()};
+  });
+  inv.add(checked_mul(rows, width), input, [&] {
+    return EntryText{cat(id, ".normalized"), cat(what, ": normalised input kept by the weight multiply"),
+                     cat(rows_expr, "·", width_expr), src()};
+  });
 }
 
 // GemmaRMSNorm: the whole norm runs in fp32 on x.float(), and the output is
 // multiplied by (1 + weight.float()), a fresh h-element tensor kept by mul.
-void gemma_rmsnorm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c) {
-  const std::string src =
-      std::string("transformers GemmaRMSNorm.forward; ") + k_derivatives + " (pow, rsqrt, mul)";
-  add(inv, id + ".input_fp32", what + ": fp32 input kept by pow", checked_mul(c.x.T, c.x.h), DType::fp32,
-      "b·s·h", src);
-  add(inv, id + ".rstd", what + ": 1/rms per row kept by rsqrt", c.x.T, DType::fp32, "b·s", src);
-  add(inv, id + ".normalized", what + ": fp32 normalised input kept by the (1 + weight) multiply",
-      checked_mul(c.x.T, c.x.h), DType::fp32, "b·s·h", src);
-  add(inv, id + ".one_plus_weight", what + ": 1 + weight, kept by mul", c.x.h, DType::fp32, "h", src);
+void gemma_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c) {
+  const auto src = [] {
+    return cat("transformers GemmaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
+  };
+  inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
+    return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"), "b·s·h", src()};
+  });
+  inv.add(c.x.T, DType::fp32, [&] {
+    return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), "b·s", src()};
+  });
+  inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
+    return EntryText{cat(id, ".normalized"),
+                     cat(what, ": fp32 normalised input kept by the (1 + weight) multiply"), "b·s·h", src()};
+  });
+  inv.add(c.x.h, DType::fp32, [&] {
+    return EntryText{cat(id, ".one_plus_weight"), cat(what, ": 1 + weight, kept by mul"), "h", src()};
+  });
 }
 
 // LayerNorm (GPT-2): native_layer_norm keeps its input, and fp32 mean and
 // rstd per row (derivatives.yaml native_layer_norm: input, result1, result2).
-void layer_norm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c,
-                DType input) {
-  const std::string src =
-      std::string("transformers GPT2Block.forward (nn.LayerNorm); ") + k_derivatives + " (native_layer_norm)";
-  add(inv, id + ".input", what + ": input kept by layer_norm", checked_mul(c.x.T, c.x.h), input, "b·s·h",
-      src);
-  add(inv, id + ".mean_rstd", what + ": fp32 mean and rstd per row", checked_mul(2, c.x.T), DType::fp32,
-      "2·b·s", src);
+void layer_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input) {
+  const auto src = [] {
+    return cat("transformers GPT2Block.forward (nn.LayerNorm); ", k_derivatives, " (native_layer_norm)");
+  };
+  inv.add(checked_mul(c.x.T, c.x.h), input, [&] {
+    return EntryText{cat(id, ".input"), cat(what, ": input kept by layer_norm"), "b·s·h", src()};
+  });
+  inv.add(checked_mul(2, c.x.T), DType::fp32, [&] {
+    return EntryText{cat(id, ".mean_rstd"), cat(what, ": fp32 mean and rstd per row"), "2·b·s", src()};
+  });
 }
 
 // The input norm of a block, by family.
-void block_norm(Inventory& inv, const std::string& id, const std::string& what, const HfContext& c,
-                DType input) {
+void block_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input) {
   if (c.m.norm == NormKind::layer_norm) {
     layer_norm(inv, id, what, c, input);
   } else if (c.m.type == ModelType::gemma || c.m.type == ModelType::gemma2) {
@@ -100,18 +126,22 @@ DType norm_output_dtype(const HfContext& c) {
 // every linear saves the same tensor (one storage). Under autocast each
 // F.linear casts its fp32 input to 16-bit anew (only leaf tensors that
 // require grad are cached), and each copy is saved.
-void linear_inputs(Inventory& inv, const std::string& id, const std::string& what, std::uint64_t consumers,
-                   const HfContext& c, const std::string& module) {
+void linear_inputs(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t consumers,
+                   const HfContext& c, std::string_view module) {
   const std::uint64_t elems = checked_mul(c.x.T, c.x.h);
   if (c.t.autocast) {
-    add(inv, id, fmt::format("{}: 16-bit input copies, one per linear ({})", what, consumers),
-        checked_mul(elems, consumers), c.t.compute,
-        consumers == 1 ? "b·s·h" : fmt::format("{}·b·s·h", consumers),
-        "torch autocast_mode.cpp cached_cast (no cache for non-leaf tensors); " + module +
-            "; derivatives.yaml mm/addmm");
+    inv.add(checked_mul(elems, consumers), c.t.compute, [&] {
+      return EntryText{std::string(id),
+                       fmt::format("{}: 16-bit input copies, one per linear ({})", what, consumers),
+                       consumers == 1 ? "b·s·h" : fmt::format("{}·b·s·h", consumers),
+                       cat("torch autocast_mode.cpp cached_cast (no cache for non-leaf tensors); ", module,
+                           "; derivatives.yaml mm/addmm")};
+    });
   } else {
-    add(inv, id, what + ": input kept by the projections (one shared tensor)", elems, norm_output_dtype(c),
-        "b·s·h", module + "; derivatives.yaml mm/addmm");
+    inv.add(elems, norm_output_dtype(c), [&] {
+      return EntryText{std::string(id), cat(what, ": input kept by the projections (one shared tensor)"),
+                       "b·s·h", cat(module, "; derivatives.yaml mm/addmm")};
+    });
   }
 }
 
@@ -132,33 +162,34 @@ void attention_core(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
   const DType cd = c.t.compute;
   const bool gpt2 = c.m.type == ModelType::gpt2;
-  const std::string module =
+  const std::string_view module =
       gpt2 ? "transformers GPT2Attention.forward" : "transformers LlamaAttention.forward";
   if (c.w.attention == AttentionImpl::flash) {
-    const std::string sdpa =
+    constexpr std::string_view sdpa =
         "transformers integrations/sdpa_attention.py; pytorch "
         "_scaled_dot_product_flash_attention (derivatives.yaml)";
+    const auto module_sdpa = [&] { return cat(module, "; ", sdpa); };
     if (gpt2) {
       // q, k, v are views of the one c_attn output: one storage of b·s·3h.
-      add(inv, "attn.qkv", "c_attn output holding q, k, v (kept by SDPA)", checked_product(3, x.T, x.h), cd,
-          "3·b·s·h", module + "; " + sdpa);
+      add_sourced(inv, "attn.qkv", "c_attn output holding q, k, v (kept by SDPA)",
+                  checked_product(3, x.T, x.h), cd, "3·b·s·h", module_sdpa);
     } else {
-      add(inv, "attn.q", "query after rotary, kept by SDPA", q_elements(x), cd, "b·s·a·d",
-          module + "; " + sdpa);
-      add(inv, "attn.k", "key after rotary, kept by SDPA (k heads: SDPA enable_gqa)", kv_elements(x), cd,
-          "b·s·k·d", module + "; " + sdpa);
+      add_sourced(inv, "attn.q", "query after rotary, kept by SDPA", q_elements(x), cd, "b·s·a·d",
+                  module_sdpa);
+      add_sourced(inv, "attn.k", "key after rotary, kept by SDPA (k heads: SDPA enable_gqa)", kv_elements(x),
+                  cd, "b·s·k·d", module_sdpa);
       if (c.m.fused_qkv) {
         // Phi-3: v is a view of the fused qkv output, so the view SDPA keeps
         // pins the whole (b, s, (a+2k)·d) tensor.
-        add(inv, "attn.qkv_output", "qkv_proj output, pinned by the value view SDPA keeps",
-            checked_product(x.T, checked_add(x.a, checked_mul(2, x.k)), x.d), cd, "b·s·(a+2k)·d",
-            "transformers Phi3Attention.forward; " + sdpa);
+        add_sourced(inv, "attn.qkv_output", "qkv_proj output, pinned by the value view SDPA keeps",
+                    checked_product(x.T, checked_add(x.a, checked_mul(2, x.k)), x.d), cd, "b·s·(a+2k)·d",
+                    [&] { return cat("transformers Phi3Attention.forward; ", sdpa); });
       } else {
-        add(inv, "attn.v", "value, kept by SDPA", kv_elements(x), cd, "b·s·k·d", module + "; " + sdpa);
+        add_sourced(inv, "attn.v", "value, kept by SDPA", kv_elements(x), cd, "b·s·k·d", module_sdpa);
       }
     }
-    add(inv, "attn.out", "attention output, kept by SDPA and by the output projection", q_elements(x), cd,
-        "b·s·a·d", module + "; " + sdpa);
+    add_sourced(inv, "attn.out", "attention output, kept by SDPA and by the output projection", q_elements(x),
+                cd, "b·s·a·d", module_sdpa);
     const bool fp32_kernel = cd == DType::fp32;
     // The flash kernel keeps fp32 logsumexp [b, a, s]; the memory-efficient
     // kernel (the fused choice for fp32) pads the query length to a multiple of 32.
@@ -170,22 +201,25 @@ void attention_core(Inventory& inv, const HfContext& c) {
 
   // Eager attention: repeat_kv copies, the score and probability matrices.
   const std::uint64_t scores = checked_product(x.b, x.a, x.s, x.s);
-  const std::string eager = module +
-                            "; transformers eager_attention_forward; derivatives.yaml "
-                            "(matmul, softmax, dropout)";
+  const auto eager = [&] {
+    return cat(module,
+               "; transformers eager_attention_forward; derivatives.yaml "
+               "(matmul, softmax, dropout)");
+  };
   if (gpt2) {
-    add(inv, "attn.qkv", "c_attn output holding q, k, v (kept by the matmuls)", checked_product(3, x.T, x.h),
-        cd, "3·b·s·h", eager);
+    add_sourced(inv, "attn.qkv", "c_attn output holding q, k, v (kept by the matmuls)",
+                checked_product(3, x.T, x.h), cd, "3·b·s·h", eager);
   } else {
     const bool grouped = x.a != x.k;
-    add(inv, "attn.q", "query after rotary, kept by QKᵀ", q_elements(x),
-        c.t.autocast ? cd : rotary_output_dtype(c), "b·s·a·d", eager);
-    add(inv, "attn.k",
+    add_sourced(inv, "attn.q", "query after rotary, kept by QKᵀ", q_elements(x),
+                c.t.autocast ? cd : rotary_output_dtype(c), "b·s·a·d", eager);
+    add_sourced(
+        inv, "attn.k",
         grouped ? "key repeated to a heads (repeat_kv copy), kept by QKᵀ" : "key after rotary, kept by QKᵀ",
         grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
-    add(inv, "attn.v",
-        grouped ? "value repeated to a heads (repeat_kv copy), kept by PV" : "value, kept by PV",
-        grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
+    add_sourced(inv, "attn.v",
+                grouped ? "value repeated to a heads (repeat_kv copy), kept by PV" : "value, kept by PV",
+                grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
   }
   if (c.m.attn_logit_softcapping > 0) {
     add(inv, "attn.softcap_tanh", "tanh of the soft-capped scores, kept by tanh", scores, cd, "b·a·s²",
@@ -197,19 +231,21 @@ void attention_core(Inventory& inv, const HfContext& c) {
   // 16-bit probabilities: a second tensor unless the softmax output already
   // is that tensor (same dtype, no dropout).
   const DType softmax_dtype = (!gpt2 || c.t.autocast) ? DType::fp32 : cd;
-  add(inv, "attn.probs_softmax", "softmax output, kept by softmax", scores, softmax_dtype, "b·a·s²", eager);
+  add_sourced(inv, "attn.probs_softmax", "softmax output, kept by softmax", scores, softmax_dtype, "b·a·s²",
+              eager);
   const bool attn_dropout = c.w.dropout.attention > 0;
   if (attn_dropout) {
-    add(inv, "attn.dropout_mask", "attention dropout mask (bool)", scores, DType::boolean, "b·a·s²", eager);
+    add_sourced(inv, "attn.dropout_mask", "attention dropout mask (bool)", scores, DType::boolean, "b·a·s²",
+                eager);
   }
   if (softmax_dtype != cd || attn_dropout) {
-    add(inv, "attn.probs",
-        attn_dropout ? "dropped-out probabilities, kept by the matmul with V"
-                     : "16-bit probabilities, kept by the matmul with V",
-        scores, cd, "b·a·s²", eager);
+    add_sourced(inv, "attn.probs",
+                attn_dropout ? "dropped-out probabilities, kept by the matmul with V"
+                             : "16-bit probabilities, kept by the matmul with V",
+                scores, cd, "b·a·s²", eager);
   }
-  add(inv, "attn.out", "attention output made contiguous, kept by the output projection", q_elements(x), cd,
-      "b·s·a·d", eager);
+  add_sourced(inv, "attn.out", "attention output made contiguous, kept by the output projection",
+              q_elements(x), cd, "b·s·a·d", eager);
 }
 
 void gated_mlp(Inventory& inv, const HfContext& c) {
@@ -217,20 +253,27 @@ void gated_mlp(Inventory& inv, const HfContext& c) {
   const DType cd = c.t.compute;
   const std::uint64_t n = checked_mul(x.T, x.I);
   const char* act = c.m.activation == Activation::silu ? "SiLU" : "GELU";
-  const std::string src = std::string(c.m.type == ModelType::phi3 ? "transformers Phi3MLP.forward"
-                                                                  : "transformers LlamaMLP.forward") +
-                          "; derivatives.yaml (silu/gelu, mul, mm)";
+  const auto src = [&] {
+    return cat(c.m.type == ModelType::phi3 ? "transformers Phi3MLP.forward" : "transformers LlamaMLP.forward",
+               "; derivatives.yaml (silu/gelu, mul, mm)");
+  };
   if (c.m.type == ModelType::phi3) {
     // gate_up_proj's output is chunked; the activation keeps the gate view,
     // which keeps the whole 2I-wide output alive.
-    add(inv, "mlp.gate_up", fmt::format("gate_up output (its gate half kept by {})", act), checked_mul(2, n),
-        cd, "2·b·s·I", src);
+    inv.add(checked_mul(2, n), cd, [&] {
+      return EntryText{"mlp.gate_up", fmt::format("gate_up output (its gate half kept by {})", act),
+                       "2·b·s·I", src()};
+    });
   } else {
-    add(inv, "mlp.gate", fmt::format("gate projection output, kept by {}", act), n, cd, "b·s·I", src);
-    add(inv, "mlp.up", "up projection output, kept by the product", n, cd, "b·s·I", src);
+    inv.add(n, cd, [&] {
+      return EntryText{"mlp.gate", fmt::format("gate projection output, kept by {}", act), "b·s·I", src()};
+    });
+    add_sourced(inv, "mlp.up", "up projection output, kept by the product", n, cd, "b·s·I", src);
   }
-  add(inv, "mlp.act", fmt::format("{}(gate), kept by the product", act), n, cd, "b·s·I", src);
-  add(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
+  inv.add(n, cd, [&] {
+    return EntryText{"mlp.act", fmt::format("{}(gate), kept by the product", act), "b·s·I", src()};
+  });
+  add_sourced(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
 }
 
 // GPT-2's MLP: c_fc, then gelu_new written out in elementwise ops
@@ -245,7 +288,7 @@ void gpt2_mlp(Inventory& inv, const HfContext& c) {
   // the fp32 product.
   const DType wide = c.t.autocast ? DType::fp32 : cd;
   const std::uint64_t n = checked_mul(x.T, x.I);
-  const std::string src =
+  constexpr std::string_view src =
       "transformers GPT2MLP.forward, activations.py NewGELUActivation; "
       "derivatives.yaml (pow, tanh, mul, addmm); autocast fp32 list (pow)";
   if (c.m.activation == Activation::gelu_new) {
@@ -267,7 +310,7 @@ bool has_residual_dropout(const ModelSpec& m) {
   return m.type == ModelType::gpt2 || m.type == ModelType::phi3;
 }
 
-void hidden_dropout_mask(Inventory& inv, const std::string& id, const HfContext& c) {
+void hidden_dropout_mask(Inventory& inv, std::string_view id, const HfContext& c) {
   if (c.w.dropout.hidden <= 0 || !has_residual_dropout(c.m)) return;
   add(inv, id, "residual dropout mask (bool)", checked_mul(c.x.T, c.x.h), DType::boolean, "b·s·h",
       "transformers GPT2Block / Phi3DecoderLayer resid dropout; derivatives.yaml native_dropout");
@@ -293,11 +336,11 @@ std::uint64_t layer_linear_params(const ModelSpec& m) {
 }
 
 Inventory hf_layer(const HfContext& c) {
-  Inventory inv;
+  Inventory inv(c.detail);
   const DType r = c.t.residual;
   const bool gpt2 = c.m.type == ModelType::gpt2;
   const bool gemma2 = c.m.type == ModelType::gemma2;
-  const std::string layer_module =
+  const std::string_view layer_module =
       gpt2 ? "transformers GPT2Block.forward" : "transformers LlamaDecoderLayer.forward";
 
   block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r);
@@ -328,7 +371,7 @@ Inventory hf_layer(const HfContext& c) {
 
 // Embedding-level tensors shared by the whole forward.
 Inventory hf_model_level(const HfContext& c) {
-  Inventory inv;
+  Inventory inv(c.detail);
   const Dims& x = c.x;
   add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
       "derivatives.yaml embedding (indices)");
@@ -354,7 +397,7 @@ Inventory hf_model_level(const HfContext& c) {
 // .float() and runs cross_entropy = log_softmax + nll_loss: log_softmax
 // keeps its fp32 output, nll_loss the shifted labels.
 Inventory hf_head(const HfContext& c) {
-  Inventory inv;
+  Inventory inv(c.detail);
   const Dims& x = c.x;
   const bool gpt2 = c.m.type == ModelType::gpt2;
   block_norm(inv, gpt2 ? "ln_f" : "norm", "final norm", c, c.t.residual);
@@ -383,12 +426,36 @@ Inventory hf_head(const HfContext& c) {
   return inv;
 }
 
+// Tree mode: the profile's assumption and notes, in words.
+[[gnu::noinline]] void describe(ActivationProfile& p, const HfContext& c) {
+  const ModelSpec& m = c.m;
+  const Workload& w = c.w;
+  p.assumptions.emplace_back(
+      "activations",
+      fmt::format("hf profile (transformers + PyTorch {} attention), {}, {}",
+                  w.attention == AttentionImpl::flash ? "SDPA flash" : "eager",
+                  c.t.autocast ? "autocast: fp32 residual stream, 16-bit matmul copies"
+                               : fmt::format("{} activations", name_of(c.t.compute)),
+                  w.dropout.attention > 0 || w.dropout.hidden > 0 ? "dropout on" : "no dropout"));
+  if (w.attention == AttentionImpl::flash && m.attn_logit_softcapping > 0) {
+    p.notes.emplace_back(
+        "Gemma 2 under SDPA: transformers skips the attention-logit soft-capping (only eager applies it); "
+        "use --attention eager for the recommended training setup");
+  }
+  if (w.attention == AttentionImpl::flash && c.t.compute == DType::fp32 &&
+      m.num_key_value_heads != m.num_attention_heads) {
+    p.notes.emplace_back(
+        "fp32 with grouped-query attention: PyTorch SDPA has no fused fp32 kernel for GQA and falls "
+        "back to the math kernel, which keeps score matrices like --attention eager");
+  }
+}
+
 }  // namespace
 
-ActivationProfile hf_profile(const ModelSpec& m, const Workload& w) {
-  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w)};
+ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detail) {
+  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w), detail};
   const Dims& x = c.x;
-  ActivationProfile p;
+  ActivationProfile p(detail);
   p.layer = hf_layer(c);
   // Gradient checkpointing (transformers gradient_checkpointing_enable, a
   // torch.utils.checkpoint per decoder layer) keeps the layer's input.
@@ -402,7 +469,8 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w) {
   // upcast are both alive while log_softmax writes its output. In fp32,
   // .float() returns the logits themselves.
   const std::uint64_t logits = checked_mul(x.T, x.V);
-  const std::string loss_src = "transformers ForCausalLMLoss; derivatives.yaml _log_softmax, nll_loss";
+  constexpr std::string_view loss_src =
+      "transformers ForCausalLMLoss; derivatives.yaml _log_softmax, nll_loss";
   add(p.loss_forward, "loss.logits", "logits (model output) while the loss runs", logits, c.t.compute,
       "b·s·V", loss_src);
   if (c.t.compute != DType::fp32) {
@@ -456,24 +524,7 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w) {
     }
   }
 
-  p.assumptions.emplace_back(
-      "activations",
-      fmt::format("hf profile (transformers + PyTorch {} attention), {}, {}",
-                  w.attention == AttentionImpl::flash ? "SDPA flash" : "eager",
-                  c.t.autocast ? "autocast: fp32 residual stream, 16-bit matmul copies"
-                               : fmt::format("{} activations", name_of(c.t.compute)),
-                  w.dropout.attention > 0 || w.dropout.hidden > 0 ? "dropout on" : "no dropout"));
-  if (w.attention == AttentionImpl::flash && m.attn_logit_softcapping > 0) {
-    p.notes.emplace_back(
-        "Gemma 2 under SDPA: transformers skips the attention-logit soft-capping (only eager applies it); "
-        "use --attention eager for the recommended training setup");
-  }
-  if (w.attention == AttentionImpl::flash && c.t.compute == DType::fp32 &&
-      m.num_key_value_heads != m.num_attention_heads) {
-    p.notes.emplace_back(
-        "fp32 with grouped-query attention: PyTorch SDPA has no fused fp32 kernel for GQA and falls "
-        "back to the math kernel, which keeps score matrices like --attention eager");
-  }
+  if (detail == Detail::tree) describe(p, c);
   return p;
 }
 

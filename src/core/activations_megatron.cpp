@@ -24,15 +24,24 @@ namespace {
 
 constexpr const char* k_paper = "Korthikanti et al. 2022 (arXiv 2205.05198) §4.1";
 
-void add(Inventory& inv, std::string id, std::string label, std::uint64_t elements, DType dtype,
-         std::string expr, std::string source = k_paper) {
-  inv.push_back(
-      TensorEntry{std::move(id), std::move(label), elements, dtype, std::move(expr), std::move(source)});
+void add(Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
+         std::string_view expr, std::string_view source = k_paper) {
+  inv.add(id, label, elements, dtype, expr, source);
+}
+
+// Tree mode: the profile's assumption, in words.
+[[gnu::noinline]] void describe(ActivationProfile& p, const Workload& w) {
+  const bool dropout = w.dropout.attention > 0 || w.dropout.hidden > 0;
+  const std::string attention =
+      w.attention == AttentionImpl::eager ? "eager attention (a·s²·b score terms)" : "fused attention";
+  p.assumptions.emplace_back("activations",
+                             fmt::format("megatron profile (Korthikanti et al. 2022 Table 2), {}, dropout {}",
+                                         attention, dropout ? "on (1-byte masks)" : "off"));
 }
 
 }  // namespace
 
-ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
+ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail detail) {
   const Dims x = dims_of(m, w.batch, w.seq);
   const Dtypes t = dtypes_of(w);
   const DType c = t.compute;
@@ -44,7 +53,7 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
   const bool hidden_dropout = w.dropout.hidden > 0;
   const bool selective = w.checkpoint.kind == CheckpointKind::selective;
 
-  ActivationProfile p;
+  ActivationProfile p(detail);
   Inventory& L = p.layer;
   add(L, "attn.layernorm.input", "LayerNorm input (attention block)", Th, c, "s·b·h");
   add(L, "attn.qkv.input", "QKV projection input", Th, c, "s·b·h");
@@ -77,12 +86,14 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
   if (hidden_dropout) add(L, "mlp.dropout_mask", "MLP output dropout mask", Th, DType::boolean, "s·b·h");
 
   // Full recompute keeps the layer input (Table 2, "full": 2sbh).
-  add(p.checkpointed, "checkpoint.layer_input", "layer input, kept by full recompute", Th, c, "s·b·h",
-      std::string(k_paper) + " §5, Table 2");
+  p.checkpointed.add(Th, c, [] {
+    return EntryText{"checkpoint.layer_input", "layer input, kept by full recompute", "s·b·h",
+                     cat(k_paper, " §5, Table 2")};
+  });
 
   // Model level: token ids (Megatron theoretical_memory_usage.py adds 8sb)
   // and the embedding dropout mask (§4.3).
-  const std::string mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
+  constexpr std::string_view mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
   add(p.model, "embedding.input_ids", "token ids (int64)", x.T, DType::int64, "s·b", mg);
   if (w.dropout.embedding > 0) {
     add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, "s·b·h",
@@ -101,7 +112,7 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
   // Transients. The cross-entropy upcasts the 16-bit logits, which are
   // alive during the loss; its backward works in place on the saved fp32
   // softmax and hands back a 16-bit gradient.
-  const std::string ce = "Megatron-Core tensor_parallel/cross_entropy.py (in-place backward)";
+  constexpr std::string_view ce = "Megatron-Core tensor_parallel/cross_entropy.py (in-place backward)";
   if (c != DType::fp32)
     add(p.loss_forward, "loss.logits", "16-bit logits while the loss runs", logits, c, "s·b·v", ce);
   add(p.loss_backward, "loss.grad_logits", "gradient of the logits in the compute dtype", logits, c, "s·b·v",
@@ -110,11 +121,7 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w) {
       checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
       "derivation from the MLP's backward (vramcalc)");
 
-  const std::string attention =
-      w.attention == AttentionImpl::eager ? "eager attention (a·s²·b score terms)" : "fused attention";
-  p.assumptions.emplace_back(
-      "activations", fmt::format("megatron profile (Korthikanti et al. 2022 Table 2), {}, dropout {}",
-                                 attention, attn_dropout || hidden_dropout ? "on (1-byte masks)" : "off"));
+  if (detail == Detail::tree) describe(p, w);
   return p;
 }
 

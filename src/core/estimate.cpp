@@ -6,13 +6,21 @@
 // live at its worst moment. Backward is walked layer by layer, because its
 // peak can sit at the loss (all activations plus the loss gradients) or at
 // the last layer (all gradients plus the first layer's working set).
+//
+// One code path serves estimate() and estimate_totals(): a Builder in tree
+// mode builds the breakdown trees, phases and assumptions of a Budget; in
+// totals mode the same code keeps only the numbers (core::Tally per tree)
+// and allocates nothing (src/core/inventory.hpp, Detail).
 #include "vramcalc/estimate.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "core/arith.hpp"
 #include "core/inventory.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
@@ -21,37 +29,105 @@ namespace vramcalc {
 
 namespace {
 
+using core::Branch;
+using core::Detail;
+using core::EntryText;
 using core::Inventory;
+using core::LeafText;
+using core::NodeText;
 using core::total_bytes;
 
 constexpr std::size_t idx(Component c) {
   return static_cast<std::size_t>(c);
 }
 
-// ⌊a × num / den⌋ for num ≤ den: a share of `a`.
+// ⌊a × num / den⌋ for num ≤ den: a share of `a`. None and all of it need no
+// (128-bit, slow) division.
 std::uint64_t share(std::uint64_t a, std::uint64_t num, std::uint64_t den) {
-  return den == 0 ? 0 : mul_div(a, num, den);
+  if (den == 0 || num == 0 || a == 0) return 0;
+  if (num == den) return a;
+  return mul_div(a, num, den);
 }
+
+// share(a, n, den) for n = n0, n0 + step, n0 + 2·step, … (n ≤ den): the
+// quotient is carried with its remainder instead of dividing at each step,
+// so the backward walk over the layers costs no division per layer.
+class ShareWalk {
+ public:
+  ShareWalk(std::uint64_t a, std::uint64_t n0, std::uint64_t step, std::uint64_t den) : den_(den) {
+    if (den == 0) {  // share() is 0: a walk over 1 with nothing to carry
+      den_ = 1;
+      return;
+    }
+    __extension__ using u128 = unsigned __int128;
+    const u128 start = static_cast<u128>(a) * n0;
+    const u128 inc = static_cast<u128>(a) * step;
+    const u128 q = start / den;
+    const u128 dq = inc / den;
+    q_ = static_cast<std::uint64_t>(q);
+    r_ = static_cast<std::uint64_t>(start - q * den);
+    dq_ = static_cast<std::uint64_t>(dq);
+    dr_ = static_cast<std::uint64_t>(inc - dq * den);
+  }
+  // share(a, n, den) at the current n.
+  [[nodiscard]] std::uint64_t value() const { return q_; }
+  // n += step. Invariant: q·den + r = a·n, 0 ≤ r < den.
+  void next() {
+    q_ += dq_;
+    if (r_ >= den_ - dr_) {
+      r_ -= den_ - dr_;
+      ++q_;
+    } else {
+      r_ += dr_;
+    }
+  }
+
+ private:
+  std::uint64_t den_;
+  std::uint64_t q_ = 0;
+  std::uint64_t r_ = 0;
+  std::uint64_t dq_ = 0;
+  std::uint64_t dr_ = 0;
+};
 
 Node empty_node(Component c) {
   return sum_of(std::string(name_of(c)), std::string(name_of(c)), {});
 }
 
-Node inventory_node(const std::string& id, const std::string& label, const Inventory& inv,
-                    std::uint64_t count) {
-  return sum_of(id, label, core::leaves(inv, count));
-}
-
 struct Moment {
-  std::string when;
+  std::string_view when;  // "forward, at the loss"; "backward, layer" is followed by `layer`
+  bool numbered = false;  // `when` names a layer: "backward, layer 31"
+  std::uint64_t layer = 0;
   ComponentBytes live{};
   Inventory transient;  // what the transient component holds at this moment
 };
 
+using Moments = core::FixedList<Moment, k_max_phases>;
+
+// Appends a moment to `out` and returns it, to fill in place.
+Moment& add_moment(Moments& out, std::string_view when, const ComponentBytes& live, Inventory transient) {
+  Moment& m = out.emplace_back();
+  m.when = when;
+  m.live = live;
+  m.transient = std::move(transient);
+  return m;
+}
+
+std::string when_text(const Moment& mo) {
+  return mo.numbered ? fmt::format("{} {}", mo.when, mo.layer) : std::string(mo.when);
+}
+
 std::uint64_t live_total(const ComponentBytes& live) {
   std::uint64_t t = 0;
-  for (std::uint64_t v : live) t = checked_add(t, v);
+  for (std::uint64_t v : live) t = core::add_inline(t, v);
   return t;
+}
+
+// What is live at a moment, the transient buffers included.
+ComponentBytes live_at(const Moment& mo) {
+  ComponentBytes live = mo.live;
+  live[idx(Component::transient)] = total_bytes(mo.transient);
+  return live;
 }
 
 // Which layers keep only their input (checkpointed) under a policy.
@@ -66,6 +142,7 @@ bool checkpointed(const Checkpointing& c, std::uint64_t layer) {
   }
 }
 
+// How many of layers 0 … layers−1 are checkpointed.
 std::uint64_t checkpointed_count(const Checkpointing& c, std::uint64_t layers) {
   switch (c.kind) {
     case CheckpointKind::full:
@@ -80,7 +157,7 @@ std::uint64_t checkpointed_count(const Checkpointing& c, std::uint64_t layers) {
 struct Train {
   const ModelSpec& m;
   const Workload& w;
-  std::vector<ParamTensor> tensors;
+  std::span<const ParamTensor> tensors;
   ParameterCount params;
   core::ActivationProfile prof;
   std::uint64_t a_full = 0;   // one layer, nothing recomputed
@@ -88,6 +165,14 @@ struct Train {
   std::uint64_t a_model = 0;  // embedding-level
   std::uint64_t n_ckpt = 0;
 };
+
+// Activations stored by layers 0 … i together: a checkpointed layer keeps
+// its input, the others everything.
+std::uint64_t stored_through(const Train& t, std::uint64_t i) {
+  const std::uint64_t layers = i + 1;
+  const std::uint64_t kept_inputs = checkpointed_count(t.w.checkpoint, layers);
+  return checked_add(checked_mul(kept_inputs, t.a_ckpt), checked_mul(layers - kept_inputs, t.a_full));
+}
 
 // ---- transients --------------------------------------------------------------
 
@@ -103,60 +188,49 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd) {
   if (w.zero < 3 || w.dp <= 1) return;
   const std::uint64_t root = t.params.total - t.params.layers;
   const DType wd = weight_dtype(w);
-  const std::string src =
+  constexpr std::string_view src =
       "PyTorch FSDP (fsdp/api.py BackwardPrefetch; FSDP2 fully_shard); DeepSpeed stage3.py";
-  core::TensorEntry root_e{"zero3.root_params",
-                           "gathered root unit: embeddings, final norm, output layer",
-                           root,
-                           wd,
-                           "non-layer parameters",
-                           src};
-  core::TensorEntry layers_e{"zero3.layer_params",
-                             "gathered parameters of two decoder layers (current and prefetched)",
-                             checked_mul(2, t.params.per_layer),
-                             wd,
-                             "2 × layer parameters",
-                             src};
-  fwd.push_back(root_e);
-  fwd.push_back(layers_e);
-  bwd.push_back(root_e);
-  bwd.push_back(layers_e);
-  bwd.push_back({"zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
-                 t.params.per_layer, gradient_dtype(w), "layer parameters", src});
+  for (Inventory* inv : {&fwd, &bwd}) {
+    inv->add("zero3.root_params", "gathered root unit: embeddings, final norm, output layer", root, wd,
+             "non-layer parameters", src);
+    inv->add("zero3.layer_params", "gathered parameters of two decoder layers (current and prefetched)",
+             checked_mul(2, t.params.per_layer), wd, "2 × layer parameters", src);
+  }
+  bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
+          t.params.per_layer, gradient_dtype(w), "layer parameters", src);
 }
 
 // Temporaries of the optimizer step (docs/formulas.md, "Optimizer step").
-Inventory step_temporaries(const Train& t) {
+Inventory step_temporaries(const Train& t, Detail detail) {
   const Workload& w = t.w;
-  Inventory inv;
+  Inventory inv(detail);
   const std::uint64_t shard = shard_elements(t.params.total, shard_factors(w).optimizer);
   const bool masters = w.precision == Precision::mixed || w.precision == Precision::mixed_fp32_grads;
   if (masters && gradient_dtype(w) != DType::fp32) {
-    inv.push_back({"step.fp32_grads", "fp32 copy of the gradient shard for the master update", shard,
-                   DType::fp32, "⌈P / N⌉",
-                   "DeepSpeed stage_1_and_2.py (fp32 gradient partition); Megatron-LM optimizer.py "
-                   "(main_grad.float())"});
+    inv.add("step.fp32_grads", "fp32 copy of the gradient shard for the master update", shard, DType::fp32,
+            "⌈P / N⌉",
+            "DeepSpeed stage_1_and_2.py (fp32 gradient partition); Megatron-LM optimizer.py "
+            "(main_grad.float())");
   }
   // --optimizer adam is torch.optim.Adam with its CUDA default, foreach;
   // adamw is the Hugging Face Trainer default adamw_torch_fused (transformers
   // ≥ 4.54 with torch ≥ 2.8, training_args.py), whose fused kernel allocates
   // nothing.
   if (w.framework == Framework::hf && w.optimizer == Optimizer::adam) {
-    inv.push_back({"step.adam_sqrt", "exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sq) over all parameters", shard,
-                   optimizer_state_dtype(w), "⌈P / N⌉",
-                   "torch/optim/adam.py _multi_tensor_adam (foreach, the CUDA default since 2.0)"});
+    inv.add("step.adam_sqrt", "exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sq) over all parameters", shard,
+            optimizer_state_dtype(w), "⌈P / N⌉",
+            "torch/optim/adam.py _multi_tensor_adam (foreach, the CUDA default since 2.0)");
   }
   if (w.optimizer == Optimizer::adafactor) {
     std::uint64_t largest = 0;
     for (const ParamTensor& p : t.tensors) largest = std::max(largest, p.elements());
-    inv.push_back({"step.adafactor", "update and factored-estimate temporaries of the largest tensor",
-                   checked_mul(2, largest), DType::fp32, "2 × largest parameter tensor",
-                   "transformers optimization.py Adafactor.step"});
+    inv.add("step.adafactor", "update and factored-estimate temporaries of the largest tensor",
+            checked_mul(2, largest), DType::fp32, "2 × largest parameter tensor",
+            "transformers optimization.py Adafactor.step");
     if (gradient_dtype(w) != DType::fp32) {
-      inv.push_back({"step.adafactor_fp32_copies",
-                     "fp32 copies of the largest tensor's gradient and parameter", checked_mul(2, largest),
-                     DType::fp32, "2 × largest parameter tensor",
-                     "transformers optimization.py Adafactor.step (grad.float(), p.float())"});
+      inv.add("step.adafactor_fp32_copies", "fp32 copies of the largest tensor's gradient and parameter",
+              checked_mul(2, largest), DType::fp32, "2 × largest parameter tensor",
+              "transformers optimization.py Adafactor.step (grad.float(), p.float())");
     }
   }
   return inv;
@@ -164,11 +238,12 @@ Inventory step_temporaries(const Train& t) {
 
 // ---- phases ------------------------------------------------------------------
 
-std::vector<Moment> training_moments(const Train& t, const ComponentBytes& c, std::uint64_t ddp_buckets,
-                                     Inventory& zero3_fwd, Inventory& zero3_bwd) {
+Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t ddp_buckets,
+                         const Inventory& zero3_fwd, const Inventory& zero3_bwd) {
   const Workload& w = t.w;
+  const Detail detail = t.prof.layer.detail();
   const std::uint64_t L = t.m.num_layers;
-  std::vector<Moment> out;
+  Moments out;
   ComponentBytes base{};
   base[idx(Component::weights)] = c[idx(Component::weights)];
   base[idx(Component::master_weights)] = c[idx(Component::master_weights)];
@@ -185,20 +260,17 @@ std::vector<Moment> training_moments(const Train& t, const ComponentBytes& c, st
 
   // Forward, at the loss: everything saved, plus the loss buffers.
   {
-    Moment f{"forward, at the loss", base, {}};
+    Moment& f = add_moment(out, "forward, at the loss", base, t.prof.loss_forward);
     f.live[idx(Component::activations)] = acts;
     f.live[idx(Component::logits)] = logits;
-    f.transient = t.prof.loss_forward;
-    f.transient.insert(f.transient.end(), zero3_fwd.begin(), zero3_fwd.end());
-    out.push_back(std::move(f));
+    f.transient.append(zero3_fwd);
   }
   // Forward, last layer: the layers' activations with the forward-only
   // buffers (eager attention's mask) still alive.
   if (!t.prof.forward_extra.empty()) {
-    Moment f{"forward, last layer", base, t.prof.forward_extra};
+    Moment& f = add_moment(out, "forward, last layer", base, t.prof.forward_extra);
     f.live[idx(Component::activations)] = acts;
-    f.transient.insert(f.transient.end(), zero3_fwd.begin(), zero3_fwd.end());
-    out.push_back(std::move(f));
+    f.transient.append(zero3_fwd);
   }
 
   // Backward. Gradients appear in module order reversed: output layer and
@@ -211,77 +283,81 @@ std::vector<Moment> training_moments(const Train& t, const ComponentBytes& c, st
     return checked_add(ddp_buckets, grads_persist ? grads : share(grads, params_done, P));
   };
   {
-    Moment b{"backward, at the loss", base, t.prof.loss_backward};
-    b.transient.insert(b.transient.end(), zero3_bwd.begin(), zero3_bwd.end());
+    Moment& b = add_moment(out, "backward, at the loss", base, t.prof.loss_backward);
+    b.transient.append(zero3_bwd);
     b.live[idx(Component::activations)] = acts;
     b.live[idx(Component::logits)] = logits;
     b.live[idx(Component::gradients)] = grads_live(0);
-    out.push_back(std::move(b));
   }
   // Layer i's backward: stored activations of layers 0..i (a checkpointed
   // layer keeps its input and is recomputed whole for its backward), the
   // gradients produced so far, and the layer's gradient working set.
-  std::vector<std::uint64_t> prefix(L + 1, 0);
-  for (std::uint64_t i = 0; i < L; ++i) {
-    prefix[i + 1] = checked_add(prefix[i], checkpointed(w.checkpoint, i) ? t.a_ckpt : t.a_full);
-  }
   // Find the worst layer by arithmetic, then describe only that moment.
-  const std::uint64_t base_total = live_total(base);
-  const std::uint64_t working = checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd));
+  // Walking down the stack, the stored activations lose one layer per step
+  // and the gradients produced grow by one layer's share.
+  const std::uint64_t fixed =
+      checked_add(checked_add(live_total(base), t.a_model),
+                  checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd)));
+  std::uint64_t stored = L > 0 ? stored_through(t, L - 1) : 0;
+  ShareWalk produced_grads(grads, checked_add(produced, t.params.per_layer), t.params.per_layer, P);
   std::uint64_t worst_layer = 0;
   std::uint64_t worst_total = 0;
   std::uint64_t worst_produced = 0;
   for (std::uint64_t step = 0; step < L; ++step) {
     const std::uint64_t i = L - 1 - step;
-    produced = checked_add(produced, t.params.per_layer);
-    const std::uint64_t recompute = checkpointed(w.checkpoint, i) ? t.a_full : 0;
-    const std::uint64_t total = checked_add(
-        checked_add(base_total, checked_add(prefix[i + 1], t.a_model)),
-        checked_add(grads_live(produced) - base[idx(Component::gradients)], checked_add(working, recompute)));
+    produced = core::add_inline(produced, t.params.per_layer);
+    const bool recomputed = checkpointed(w.checkpoint, i);
+    // grads_live(produced) − the gradients already in `base`.
+    const std::uint64_t new_grads = grads_persist ? 0 : produced_grads.value();
+    const std::uint64_t total = core::add_inline(
+        fixed, core::add_inline(stored, core::add_inline(new_grads, recomputed ? t.a_full : 0)));
     if (step == 0 || total > worst_total) {
       worst_total = total;
       worst_layer = i;
       worst_produced = produced;
     }
+    stored -= recomputed ? t.a_ckpt : t.a_full;  // stored_through(t, i - 1)
+    produced_grads.next();
   }
   if (L > 0) {
-    Moment b{fmt::format("backward, layer {}", worst_layer), base, t.prof.layer_backward};
-    b.live[idx(Component::activations)] = checked_add(prefix[worst_layer + 1], t.a_model);
+    Moment& b = add_moment(out, "backward, layer", base, t.prof.layer_backward);
+    b.numbered = true;
+    b.layer = worst_layer;
+    b.live[idx(Component::activations)] = checked_add(stored_through(t, worst_layer), t.a_model);
     b.live[idx(Component::gradients)] = grads_live(worst_produced);
     if (checkpointed(w.checkpoint, worst_layer)) {
-      for (const core::TensorEntry& e : t.prof.layer) {
-        core::TensorEntry r = e;
-        r.id = "recompute." + e.id;
-        r.label = "recomputed: " + e.label;
-        r.source = "torch/utils/checkpoint.py (the layer is re-run for its backward); " + e.source;
-        b.transient.push_back(std::move(r));
-      }
+      b.transient.append(t.prof.layer, [](core::TensorEntry& r) {
+        r.id = "recompute." + r.id;
+        r.label = "recomputed: " + r.label;
+        r.source = "torch/utils/checkpoint.py (the layer is re-run for its backward); " + r.source;
+      });
     }
-    b.transient.insert(b.transient.end(), zero3_bwd.begin(), zero3_bwd.end());
-    out.push_back(std::move(b));
+    b.transient.append(zero3_bwd);
   }
   {
-    Moment e{"backward, end", base, {}};
+    Moment& e = add_moment(out, "backward, end", base, Inventory(detail));
     e.live[idx(Component::activations)] = t.a_model;
     e.live[idx(Component::gradients)] = grads_live(P);
-    out.push_back(std::move(e));
   }
   if (w.optimizer != Optimizer::none) {
-    Moment s{"optimizer step", base, step_temporaries(t)};
+    Moment& s = add_moment(out, "optimizer step", base, step_temporaries(t, detail));
     s.live[idx(Component::gradients)] = grads_live(P);
-    out.push_back(std::move(s));
   }
   return out;
 }
 
 // ---- inference ---------------------------------------------------------------
 
+constexpr std::string_view k_working_set_source =
+    "vramcalc derivation from the transformers module code (no_grad: tensors are freed "
+    "when their last reference goes)";
+
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
 // static cache): tensors alive together at the worst moment of the layer.
 // docs/formulas.md, "Inference working set".
 Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
-                                std::uint64_t context, const std::string& phase) {
+                                std::uint64_t context, std::string_view phase, Detail detail) {
   const core::Dtypes t = core::dtypes_of(w);
   const DType c = t.compute;
   const std::uint64_t b = w.batch;
@@ -290,44 +366,49 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   const std::uint64_t q = checked_product(T, m.num_attention_heads, m.head_dim);
   const std::uint64_t kv = checked_product(T, m.num_key_value_heads, m.head_dim);
   const std::uint64_t TI = checked_mul(T, m.intermediate_size);
-  const std::string src =
-      "vramcalc derivation from the transformers module code (no_grad: tensors are freed "
-      "when their last reference goes)";
+  // An entry named `phase``id`.
+  auto add = [phase](Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements,
+                     DType dtype, std::string_view expr, std::string_view source = k_working_set_source) {
+    inv.add(elements, dtype, [&] {
+      return EntryText{core::cat(phase, id), std::string(label), std::string(expr), std::string(source)};
+    });
+  };
 
-  Inventory mlp{{phase + ".residual", "residual stream", Th, c, "b·t·h", src},
-                {phase + ".mlp_input", "normalised MLP input", Th, c, "b·t·h", src}};
+  Inventory mlp(detail);
+  add(mlp, ".residual", "residual stream", Th, c, "b·t·h");
+  add(mlp, ".mlp_input", "normalised MLP input", Th, c, "b·t·h");
   if (m.gated_mlp) {
     const std::uint64_t factor = m.type == ModelType::phi3 ? 4 : 3;
-    mlp.push_back({phase + ".mlp_intermediates",
-                   m.type == ModelType::phi3 ? "gate_up output, act(gate) and the product"
-                                             : "act(gate), up and their product",
-                   checked_mul(factor, TI), c, fmt::format("{}·b·t·I", factor), src});
+    mlp.add(checked_mul(factor, TI), c, [&] {
+      return EntryText{core::cat(phase, ".mlp_intermediates"),
+                       m.type == ModelType::phi3 ? "gate_up output, act(gate) and the product"
+                                                 : "act(gate), up and their product",
+                       fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
+    });
   } else {
-    mlp.push_back({phase + ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI),
-                   c, "4·b·t·I", src});
+    add(mlp, ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI), c, "4·b·t·I");
   }
 
-  Inventory attn{
-      {phase + ".residual", "residual stream", Th, c, "b·t·h", src},
-      {phase + ".attn_input", "normalised attention input", Th, c, "b·t·h", src},
-      {phase + ".qkv", "q, k and v projections", checked_add(q, checked_mul(2, kv)), c, "b·t·(a+2k)·d", src},
-      {phase + ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
-       "2·b·t·(a+k)·d", src},
-      {phase + ".attn_out", "attention output", q, c, "b·t·a·d", src}};
+  Inventory attn(detail);
+  add(attn, ".residual", "residual stream", Th, c, "b·t·h");
+  add(attn, ".attn_input", "normalised attention input", Th, c, "b·t·h");
+  add(attn, ".qkv", "q, k and v projections", checked_add(q, checked_mul(2, kv)), c, "b·t·(a+2k)·d");
+  add(attn, ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
+      "2·b·t·(a+k)·d");
+  add(attn, ".attn_out", "attention output", q, c, "b·t·a·d");
   if (w.attention == AttentionImpl::eager) {
     const std::uint64_t scores = checked_product(b, m.num_attention_heads, tokens, context);
-    attn.push_back(
-        {phase + ".scores", "scores and 16-bit probabilities", checked_mul(2, scores), c, "2·b·a·t·c", src});
-    attn.push_back({phase + ".probs_fp32", "fp32 softmax", scores, DType::fp32, "b·a·t·c", src});
+    add(attn, ".scores", "scores and 16-bit probabilities", checked_mul(2, scores), c, "2·b·a·t·c");
+    add(attn, ".probs_fp32", "fp32 softmax", scores, DType::fp32, "b·a·t·c");
   }
   // Logits of the last position only (generate sets logits_to_keep = 1),
   // and generate's fp32 copy of them.
   const std::uint64_t bV = checked_mul(b, m.vocab_size);
-  Inventory head{
-      {phase + ".final_hidden", "final hidden states", Th, c, "b·t·h", src},
-      {phase + ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py"},
-      {phase + ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
-       "transformers generation/utils.py"}};
+  Inventory head(detail);
+  add(head, ".final_hidden", "final hidden states", Th, c, "b·t·h");
+  add(head, ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py");
+  add(head, ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
+      "transformers generation/utils.py");
   Inventory best = std::move(mlp);
   if (total_bytes(attn) > total_bytes(best)) best = std::move(attn);
   if (total_bytes(head) > total_bytes(best)) best = std::move(head);
@@ -335,38 +416,37 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
 }
 
 // The runtime overhead's leaves.
-Node overhead_node(const Workload& w) {
-  std::vector<Node> children;
+Branch overhead_branch(const Workload& w, Detail detail) {
+  Branch out(detail);
   if (w.cublas_workspace == 0) {
-    children.push_back(
-        leaf("given", "runtime overhead, as given", w.runtime_overhead, 1, "--overhead", "user input"));
+    out.leaf(w.runtime_overhead, 1, [] {
+      return LeafText{"given", "runtime overhead, as given", "--overhead", "user input"};
+    });
   } else {
-    children.push_back(leaf("cuda_context", "CUDA context and kernels (lazy module loading)",
-                            w.runtime_overhead, 1, "426 MiB measured",
-                            "unsloth-zoo PR #1053 (torch 2.10); docs/formulas.md"));
+    out.leaf(w.runtime_overhead, 1, [] {
+      return LeafText{"cuda_context", "CUDA context and kernels (lazy module loading)", "426 MiB measured",
+                      "unsloth-zoo PR #1053 (torch 2.10); docs/formulas.md"};
+    });
     const std::uint64_t handles = w.mode == Mode::train ? 2 : 1;
-    children.push_back(leaf(
-        "cublas_workspaces",
-        w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)" : "cuBLAS workspace",
-        w.cublas_workspace, handles, "per handle and stream",
-        "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"));
+    out.leaf(w.cublas_workspace, handles, [&] {
+      return LeafText{"cublas_workspaces",
+                      w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)"
+                                            : "cuBLAS workspace",
+                      "per handle and stream", "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+    });
   }
-  return sum_of("runtime_overhead", "runtime_overhead", std::move(children));
+  return out;
 }
 
-Phase to_phase(std::string name, const Moment& mo) {
+// Tree mode: the phase of a moment, named by the words before its comma.
+[[gnu::noinline]] void add_phase(Budget& b, const Moment& mo) {
   Phase p;
-  p.name = std::move(name);
-  p.when = mo.when;
-  p.live = mo.live;
-  p.live[idx(Component::transient)] = total_bytes(mo.transient);
+  p.when = when_text(mo);
+  const std::size_t comma = p.when.find(',');
+  p.name = comma == std::string::npos ? p.when : p.when.substr(0, comma);
+  p.live = live_at(mo);
   p.total = live_total(p.live);
-  return p;
-}
-
-std::string phase_name(const std::string& when) {
-  const std::size_t comma = when.find(',');
-  return comma == std::string::npos ? when : when.substr(0, comma);
+  b.phases.push_back(std::move(p));
 }
 
 // The caching allocator's rounding of the tensors live at the peak, from
@@ -383,27 +463,41 @@ std::uint64_t rounding_of(const Node& n) {
   return sum;
 }
 
-// A budget under construction: components and trees are set together.
+// A budget under construction: components and their allocator rounding in
+// both modes; in tree mode also the Budget's trees and assumptions, set
+// together with the numbers.
 struct Builder {
-  Budget b;
-  Builder() {
-    b.breakdown.resize(k_component_count);
-    for (std::size_t i = 0; i < k_component_count; ++i)
-      b.breakdown[i] = empty_node(static_cast<Component>(i));
+  Detail detail;
+  Budget* b = nullptr;  // tree mode only
+  ComponentBytes components{};
+  ComponentBytes rounding{};  // Tally::rounding of each component's tree
+
+  [[nodiscard]] bool tree() const { return detail == Detail::tree; }
+  void set(Component c, Branch&& branch) {
+    components[idx(c)] = branch.tally().bytes;
+    rounding[idx(c)] = branch.tally().rounding;
+    if (tree()) set_tree(c, std::move(branch));
   }
-  void set(Component c, Node n) {
-    n.id = std::string(name_of(c));
-    n.label = std::string(name_of(c));
-    b.components[idx(c)] = n.bytes;
-    b.breakdown[idx(c)] = std::move(n);
+  [[nodiscard]] std::uint64_t get(Component c) const { return components[idx(c)]; }
+  // `why()` gives the words; it runs in tree mode only.
+  template <class Why>
+  void assume(Component c, Why&& why) {
+    if (tree()) record_assumption(c, why);
   }
-  [[nodiscard]] std::uint64_t get(Component c) const { return b.components[idx(c)]; }
-  void assume(Component c, std::string why) {
-    b.assumptions.emplace_back(std::string(name_of(c)), std::move(why));
+
+  // Tree mode only, and out of line so that the totals path stays small.
+  [[gnu::noinline]] void set_tree(Component c, Branch&& branch) {
+    Node n = std::move(branch).node(std::string(name_of(c)), std::string(name_of(c)));
+    b->components[idx(c)] = n.bytes;
+    b->breakdown[idx(c)] = std::move(n);
+  }
+  template <class Why>
+  [[gnu::noinline]] void record_assumption(Component c, Why& why) {
+    b->assumptions.emplace_back(std::string(name_of(c)), why());
   }
 };
 
-constexpr const char* k_zero_source =
+constexpr std::string_view k_zero_source =
     "Rajbhandari et al. 2020 (ZeRO) §5; DeepSpeed stage_1_and_2.py, stage3.py";
 
 std::string shard_text(std::uint64_t ranks, const char* what) {
@@ -433,202 +527,269 @@ std::string optimizer_text(const Workload& w) {
 }
 
 // Weights, gradients, master weights and optimizer states.
-void model_states(Builder& out, const std::vector<ParamTensor>& tensors, const ParameterCount& pc,
+void model_states(Builder& out, std::span<const ParamTensor> tensors, const ParameterCount& pc,
                   const Workload& w, std::uint64_t& ddp_buckets) {
+  const Detail d = out.detail;
   const ShardFactors sf = shard_factors(w);
-  out.set(Component::weights,
-          core::state_node("weights", "weights", core::weight_parts(tensors, w), sf.weights,
-                           sf.weights > 1 ? k_zero_source : "vramcalc parameter inventory (parameters.hpp)"));
-  out.assume(Component::weights,
-             fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
-                         shard_text(sf.weights, "ZeRO-3 shard")));
+  out.set(
+      Component::weights,
+      core::state_branch(core::weight_parts(tensors, w, d), sf.weights,
+                         sf.weights > 1 ? k_zero_source
+                                        : std::string_view("vramcalc parameter inventory (parameters.hpp)")));
+  out.assume(Component::weights, [&] {
+    return fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
+                       shard_text(sf.weights, "ZeRO-3 shard"));
+  });
   if (w.mode != Mode::train) return;
 
-  Node grads =
-      core::state_node("gradients", "gradients", core::gradient_parts(tensors, w), sf.gradients,
-                       sf.gradients > 1 ? k_zero_source : "one gradient per parameter (torch .grad)");
+  Branch grads = core::state_branch(
+      core::gradient_parts(tensors, w, d), sf.gradients,
+      sf.gradients > 1 ? k_zero_source : std::string_view("one gradient per parameter (torch .grad)"));
   ddp_buckets = ddp_bucket_bytes(pc.total, w);
   if (ddp_buckets > 0) {
-    std::vector<Node> kids = std::move(grads.children);
-    kids.push_back(leaf("ddp_buckets", "DDP communication buckets: a second copy of every gradient",
-                        ddp_buckets, 1, "P × gradient bytes",
-                        "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)"));
-    grads = sum_of("gradients", "gradients", std::move(kids));
+    grads.leaf(ddp_buckets, 1, [] {
+      return LeafText{"ddp_buckets", "DDP communication buckets: a second copy of every gradient",
+                      "P × gradient bytes",
+                      "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)"};
+    });
   }
   out.set(Component::gradients, std::move(grads));
-  out.assume(
-      Component::gradients,
-      fmt::format("one {} gradient per parameter{}{}; {}", name_of(gradient_dtype(w)),
-                  shard_text(sf.gradients, "ZeRO-2 shard"), ddp_buckets > 0 ? ", plus DDP's bucket copy" : "",
-                  w.framework == Framework::megatron ? "a persistent main-grad buffer (Megatron)"
-                                                     : "allocated in backward, freed by zero_grad"));
+  out.assume(Component::gradients, [&] {
+    return fmt::format("one {} gradient per parameter{}{}; {}", name_of(gradient_dtype(w)),
+                       shard_text(sf.gradients, "ZeRO-2 shard"),
+                       ddp_buckets > 0 ? ", plus DDP's bucket copy" : "",
+                       w.framework == Framework::megatron ? "a persistent main-grad buffer (Megatron)"
+                                                          : "allocated in backward, freed by zero_grad");
+  });
   out.set(Component::master_weights,
-          core::state_node("master_weights", "master_weights", core::master_parts(tensors, w), sf.optimizer,
-                           k_zero_source));
+          core::state_branch(core::master_parts(tensors, w, d), sf.optimizer, k_zero_source));
   if (out.get(Component::master_weights) > 0) {
-    out.assume(Component::master_weights,
-               fmt::format("fp32 copy of every parameter ({} regime){}", name_of(w.precision),
-                           shard_text(sf.optimizer, "ZeRO shard")));
+    out.assume(Component::master_weights, [&] {
+      return fmt::format("fp32 copy of every parameter ({} regime){}", name_of(w.precision),
+                         shard_text(sf.optimizer, "ZeRO shard"));
+    });
   }
-  out.set(Component::optimizer_states,
-          core::state_node("optimizer_states", "optimizer_states", core::optimizer_parts(tensors, w),
-                           sf.optimizer, "docs/formulas.md, Optimizer states"));
-  out.assume(Component::optimizer_states, optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"));
+  out.set(Component::optimizer_states, core::state_branch(core::optimizer_parts(tensors, w, d), sf.optimizer,
+                                                          "docs/formulas.md, Optimizer states"));
+  out.assume(Component::optimizer_states,
+             [&] { return optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"); });
 }
 
-std::vector<Moment> training(Builder& out, const ModelSpec& m, const Workload& w,
-                             const std::vector<ParamTensor>& tensors, const ParameterCount& pc,
-                             std::uint64_t ddp_buckets) {
+// The activations' tree: embedding-level tensors, then the layers that
+// save everything and the checkpointed ones.
+Branch activations_branch(const Train& t, Detail d) {
+  Branch act(d);
+  Branch embedding(d);
+  embedding.entries(t.prof.model, 1);
+  act.branch(std::move(embedding), [] { return NodeText{"embedding", "embedding-level tensors"}; });
+  const std::uint64_t n_full = t.m.num_layers - t.n_ckpt;
+  if (n_full > 0) {
+    Branch layers(d);
+    layers.entries(t.prof.layer, n_full);
+    act.branch(
+        std::move(layers),
+        [&] {
+          return NodeText{"layers", fmt::format("{} decoder layers, everything saved", n_full)};
+        },
+        n_full);
+  }
+  if (t.n_ckpt > 0) {
+    Branch layers(d);
+    layers.entries(t.prof.checkpointed, t.n_ckpt);
+    act.branch(
+        std::move(layers),
+        [&] {
+          return NodeText{"checkpointed_layers", fmt::format("{} checkpointed decoder layers", t.n_ckpt)};
+        },
+        t.n_ckpt);
+  }
+  return act;
+}
+
+// The activation checkpointing policy in words.
+std::string checkpoint_text(const Train& t) {
+  const Checkpointing& c = t.w.checkpoint;
+  switch (c.kind) {
+    case CheckpointKind::none:
+      return "no checkpointing";
+    case CheckpointKind::full:
+      return "full checkpointing (each layer keeps its input)";
+    case CheckpointKind::selective:
+      return "selective recompute of the attention core";
+    case CheckpointKind::every:
+      return fmt::format("checkpointing every {} layers ({} of {})", c.every, t.n_ckpt, t.m.num_layers);
+  }
+  return "";
+}
+
+// Tree mode: the profile's assumptions with the checkpointing policy, the
+// logits' assumption and the profile's notes.
+[[gnu::noinline]] void describe_training(Budget& b, Train& t) {
+  const std::string ckpt = checkpoint_text(t);
+  for (auto& [what, why] : t.prof.assumptions) {
+    if (what == name_of(Component::activations)) why += ", " + ckpt;
+    b.assumptions.emplace_back(what, why);
+  }
+  b.assumptions.emplace_back(
+      std::string(name_of(Component::logits)),
+      fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
+                  t.w.framework == Framework::hf ? "fp32" : "fp32 logits and", t.w.batch, t.w.seq,
+                  t.m.vocab_size));
+  for (const std::string& n : t.prof.notes) b.notes.push_back(n);
+}
+
+Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<const ParamTensor> tensors,
+                 const ParameterCount& pc, std::uint64_t ddp_buckets) {
+  const Detail d = out.detail;
   Train t{m, w, tensors, pc,
-          w.framework == Framework::hf ? core::hf_profile(m, w) : core::megatron_profile(m, w)};
+          w.framework == Framework::hf ? core::hf_profile(m, w, d) : core::megatron_profile(m, w, d)};
   t.a_full = total_bytes(t.prof.layer);
   t.a_ckpt = total_bytes(t.prof.checkpointed);
   t.a_model = total_bytes(t.prof.model);
   t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
 
-  std::vector<Node> act;
-  act.push_back(inventory_node("embedding", "embedding-level tensors", t.prof.model, 1));
-  const std::uint64_t n_full = m.num_layers - t.n_ckpt;
-  if (n_full > 0) {
-    Node layers = inventory_node("layers", fmt::format("{} decoder layers, everything saved", n_full),
-                                 t.prof.layer, n_full);
-    layers.count = n_full;
-    act.push_back(std::move(layers));
-  }
-  if (t.n_ckpt > 0) {
-    Node layers =
-        inventory_node("checkpointed_layers", fmt::format("{} checkpointed decoder layers", t.n_ckpt),
-                       t.prof.checkpointed, t.n_ckpt);
-    layers.count = t.n_ckpt;
-    act.push_back(std::move(layers));
-  }
-  out.set(Component::activations, sum_of("activations", "activations", std::move(act)));
-  out.set(Component::logits, inventory_node("logits", "logits", t.prof.head, 1));
+  out.set(Component::activations, activations_branch(t, d));
+  Branch logits(d);
+  logits.entries(t.prof.head, 1);
+  out.set(Component::logits, std::move(logits));
 
-  std::string ckpt;
-  switch (w.checkpoint.kind) {
-    case CheckpointKind::none:
-      ckpt = "no checkpointing";
-      break;
-    case CheckpointKind::full:
-      ckpt = "full checkpointing (each layer keeps its input)";
-      break;
-    case CheckpointKind::selective:
-      ckpt = "selective recompute of the attention core";
-      break;
-    case CheckpointKind::every:
-      ckpt =
-          fmt::format("checkpointing every {} layers ({} of {})", w.checkpoint.every, t.n_ckpt, m.num_layers);
-      break;
-  }
-  for (auto& [what, why] : t.prof.assumptions) {
-    if (what == name_of(Component::activations)) why += ", " + ckpt;
-    out.b.assumptions.emplace_back(what, why);
-  }
-  out.assume(
-      Component::logits,
-      fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
-                  w.framework == Framework::hf ? "fp32" : "fp32 logits and", w.batch, w.seq, m.vocab_size));
-  for (const std::string& n : t.prof.notes) out.b.notes.push_back(n);
+  if (out.tree()) describe_training(*out.b, t);
 
-  Inventory z3f;
-  Inventory z3b;
+  Inventory z3f(d);
+  Inventory z3b(d);
   zero3_gathers(t, z3f, z3b);
-  return training_moments(t, out.b.components, ddp_buckets, z3f, z3b);
+  return training_moments(t, out.components, ddp_buckets, z3f, z3b);
 }
 
-std::vector<Moment> inference(Builder& out, const ModelSpec& m, const Workload& w) {
+Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
+  const Detail d = out.detail;
   const std::uint64_t per_token =
       bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
-  std::vector<Node> kids;
+  Branch kv(d);
   if (full > 0) {
-    kids.push_back(
-        leaf("full_attention_layers", "full-attention layers: K and V for the whole context",
-             checked_product(per_token, w.seq, w.batch), full, "2·b·s·k·d × KV bytes",
-             "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"));
+    kv.leaf(checked_product(per_token, w.seq, w.batch), full, [] {
+      return LeafText{
+          "full_attention_layers", "full-attention layers: K and V for the whole context",
+          "2·b·s·k·d × KV bytes",
+          "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
+    });
   }
   if (m.sliding_window_layers > 0) {
-    kids.push_back(leaf("sliding_window_layers",
-                        fmt::format("sliding-window layers: K and V for at most {} tokens", m.sliding_window),
-                        checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch),
-                        m.sliding_window_layers, "2·b·min(s, window)·k·d × KV bytes",
-                        "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"));
+    kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
+            [&] {
+              return LeafText{
+                  "sliding_window_layers",
+                  fmt::format("sliding-window layers: K and V for at most {} tokens", m.sliding_window),
+                  "2·b·min(s, window)·k·d × KV bytes",
+                  "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"};
+            });
   }
-  out.set(Component::kv_cache, sum_of("kv_cache", "kv_cache", std::move(kids)));
-  out.assume(
-      Component::kv_cache,
-      fmt::format("static cache of {} tokens × {} sequences in {}{}", w.seq, w.batch, name_of(w.kv_dtype),
-                  m.sliding_window_layers > 0
-                      ? fmt::format(", {} sliding-window layers hold at most {} tokens",
-                                    m.sliding_window_layers, m.sliding_window)
-                      : ""));
-  out.assume(Component::transient,
-             "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only");
+  out.set(Component::kv_cache, std::move(kv));
+  out.assume(Component::kv_cache, [&] {
+    return fmt::format(
+        "static cache of {} tokens × {} sequences in {}{}", w.seq, w.batch, name_of(w.kv_dtype),
+        m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
+                                                  m.sliding_window_layers, m.sliding_window)
+                                    : "");
+  });
+  out.assume(Component::transient, [] {
+    return "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only";
+  });
 
-  Moment load{"load", {}, {}};
-  load.live[idx(Component::weights)] = out.get(Component::weights);
-  Moment prefill{"prefill", load.live, inference_working_set(m, w, w.seq, w.seq, "prefill")};
-  prefill.live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
-  Moment decode{"decode", prefill.live, inference_working_set(m, w, 1, w.seq, "decode")};
-  return {load, prefill, decode};
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  add_moment(moments, "load", live, Inventory(d));
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  add_moment(moments, "prefill", live, inference_working_set(m, w, w.seq, w.seq, "prefill", d));
+  add_moment(moments, "decode", live, inference_working_set(m, w, 1, w.seq, "decode", d));
+  return moments;
 }
 
 // The phases from the moments; the transient component and tree from the
 // moment whose transient buffers are largest; the peaks.
-void peaks(Builder& out, const std::vector<Moment>& moments, const Workload& w) {
-  Budget& b = out.b;
+Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
+  Totals r;
   std::size_t worst_transient = 0;
   for (std::size_t i = 0; i < moments.size(); ++i) {
-    b.phases.push_back(to_phase(phase_name(moments[i].when), moments[i]));
+    r.phase_totals[i] = live_total(live_at(moments[i]));
+    if (out.tree()) add_phase(*out.b, moments[i]);
     if (total_bytes(moments[i].transient) > total_bytes(moments[worst_transient].transient))
       worst_transient = i;
-    if (b.phases[i].total > b.phases[b.peak_phase].total) b.peak_phase = i;
+    if (r.phase_totals[i] > r.phase_totals[r.peak_phase]) r.peak_phase = i;
   }
+  r.phase_count = moments.size();
   const Moment& worst = moments[worst_transient];
-  Node tr = inventory_node("transient", "transient", worst.transient, 1);
+  Branch tr(out.detail);
+  tr.entries(worst.transient, 1);
   out.set(Component::transient, std::move(tr));
   if (w.mode == Mode::train) {
-    const core::TensorEntry* biggest = nullptr;
-    for (const core::TensorEntry& e : worst.transient) {
-      if (biggest == nullptr || e.bytes() > biggest->bytes()) biggest = &e;
-    }
-    out.assume(Component::transient, biggest == nullptr
-                                         ? "none"
-                                         : fmt::format("largest at {}: {} ({})", worst.when, biggest->label,
-                                                       format_bytes(biggest->bytes())));
+    out.assume(Component::transient, [&] {
+      const core::TensorEntry* biggest = nullptr;
+      for (const core::TensorEntry& e : worst.transient.entries()) {
+        if (biggest == nullptr || e.bytes() > biggest->bytes()) biggest = &e;
+      }
+      return biggest == nullptr ? std::string("none")
+                                : fmt::format("largest at {}: {} ({})", when_text(worst), biggest->label,
+                                              format_bytes(biggest->bytes()));
+    });
   }
-  b.peak_allocated = b.phases[b.peak_phase].total;
+  r.components = out.components;
+  r.peak_allocated = r.phase_totals[r.peak_phase];
 
-  // Allocator rounding of what is live at the peak.
-  const Phase& peak = b.phases[b.peak_phase];
+  // Allocator rounding of what is live at the peak. The tree path takes it
+  // from the trees' leaves; the totals path from the same leaves' tallies.
+  const ComponentBytes peak = live_at(moments[r.peak_phase]);
   for (std::size_t i = 0; i < k_component_count; ++i) {
-    if (i == idx(Component::runtime_overhead) || b.components[i] == 0) continue;
-    b.allocator_slack =
-        checked_add(b.allocator_slack, share(rounding_of(b.breakdown[i]), peak.live[i], b.components[i]));
+    if (i == idx(Component::runtime_overhead) || r.components[i] == 0) continue;
+    const std::uint64_t rounding = out.tree() ? rounding_of(out.b->breakdown[i]) : out.rounding[i];
+    r.allocator_slack = checked_add(r.allocator_slack, share(rounding, peak[i], r.components[i]));
   }
-  b.peak_reserved = checked_add(b.peak_allocated, b.allocator_slack);
-  b.peak_device = checked_add(b.peak_reserved, b.components[idx(Component::runtime_overhead)]);
-  for (std::uint64_t v : b.components) b.sum = checked_add(b.sum, v);
+  r.peak_reserved = checked_add(r.peak_allocated, r.allocator_slack);
+  r.peak_device = checked_add(r.peak_reserved, r.components[idx(Component::runtime_overhead)]);
+  for (std::uint64_t v : r.components) r.sum = checked_add(r.sum, v);
+  return r;
+}
+
+// Both paths: the components, phases and peaks of `m` under `w`.
+Totals assemble(Builder& out, const ModelSpec& m, const Workload& w) {
+  const ParamTensorList tensors = parameter_tensor_list(m);
+  const ParameterCount pc = count_parameters(tensors, m.num_layers);
+  std::uint64_t ddp_buckets = 0;
+  model_states(out, tensors, pc, w, ddp_buckets);
+  out.set(Component::runtime_overhead, overhead_branch(w, out.detail));
+  out.assume(Component::runtime_overhead, [&] {
+    return w.cublas_workspace == 0
+               ? "as given with --overhead"
+               : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces";
+  });
+  const Moments moments =
+      w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets) : inference(out, m, w);
+  return peaks(out, moments, w);
 }
 
 }  // namespace
 
 Budget estimate(const ModelSpec& m, const Workload& w) {
-  Builder out;
-  const std::vector<ParamTensor> tensors = parameter_tensors(m);
-  const ParameterCount pc = count_parameters(tensors, m.num_layers);
-  std::uint64_t ddp_buckets = 0;
-  model_states(out, tensors, pc, w, ddp_buckets);
-  out.set(Component::runtime_overhead, overhead_node(w));
-  out.assume(Component::runtime_overhead,
-             w.cublas_workspace == 0
-                 ? "as given with --overhead"
-                 : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces");
-  const std::vector<Moment> moments =
-      w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets) : inference(out, m, w);
-  peaks(out, moments, w);
-  return std::move(out.b);
+  Budget b;
+  b.breakdown.reserve(k_component_count);
+  for (std::size_t i = 0; i < k_component_count; ++i)
+    b.breakdown.push_back(empty_node(static_cast<Component>(i)));
+  Builder out{Detail::tree, &b};
+  const Totals r = assemble(out, m, w);
+  b.peak_phase = r.peak_phase;
+  b.peak_allocated = r.peak_allocated;
+  b.allocator_slack = r.allocator_slack;
+  b.peak_reserved = r.peak_reserved;
+  b.peak_device = r.peak_device;
+  b.sum = r.sum;
+  return b;
+}
+
+Totals estimate_totals(const ModelSpec& m, const Workload& w) {
+  Builder out{Detail::totals};
+  return assemble(out, m, w);
 }
 
 FitVerdict check_fit(const Budget& budget, const Gpu& gpu) {

@@ -5,18 +5,93 @@
 // its element count, element type, the expression it came from and the
 // source of that expression. Summing entries gives component totals;
 // listing them gives the breakdown tree.
+//
+// The same formula code serves two paths (Detail): estimate() builds the
+// breakdown tree with every label, expression and source; estimate_totals()
+// keeps only the numbers (a Tally per inventory or subtree) and never
+// touches the heap. Words are therefore passed as string views or as
+// lambdas that build them, and are only turned into strings in tree mode.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
+#include "core/arith.hpp"
 #include "vramcalc/budget.hpp"
+#include "vramcalc/formulas.hpp"
 #include "vramcalc/model.hpp"
 #include "vramcalc/units.hpp"
 #include "vramcalc/workload.hpp"
 
 namespace vramcalc::core {
+
+/// What the formula code builds: the whole breakdown (tree: every tensor
+/// with its words, for estimate()) or only the numbers (totals: no strings,
+/// no heap, for estimate_totals()).
+enum class Detail : std::uint8_t { totals, tree };
+
+/// The bytes of a group of tensors and the caching allocator's rounding of
+/// them: all the totals path keeps of an inventory or a breakdown subtree.
+struct Tally {
+  std::uint64_t bytes = 0;
+  /// Σ over the leaves of (allocator_block_bytes(each) − each) × count: the
+  /// rounding estimate() finds by walking the tree (formulas.hpp).
+  std::uint64_t rounding = 0;
+
+  /// `count` tensors of `each` bytes: one leaf of a tree.
+  void add(std::uint64_t each, std::uint64_t count = 1) {
+    if (count == 0) return;
+    bytes = add_inline(bytes, mul_inline(each, count));
+    rounding = add_inline(rounding, mul_inline(allocator_block_bytes(each) - each, count));
+  }
+  /// Another group's tensors.
+  void add(const Tally& t) {
+    bytes = add_inline(bytes, t.bytes);
+    rounding = add_inline(rounding, t.rounding);
+  }
+};
+
+/// `t` repeated `count` times (a leaf's count multiplies both terms).
+[[nodiscard]] Tally times(const Tally& t, std::uint64_t count);
+
+/// Strings from pieces: cat("attn", ".q") == "attn.q".
+template <class... Pieces>
+[[nodiscard]] std::string cat(const Pieces&... pieces) {
+  std::string out;
+  out.reserve((std::string_view(pieces).size() + ... + 0));
+  (out.append(std::string_view(pieces)), ...);
+  return out;
+}
+
+/// A list that only tree mode fills. It sits in a std::optional so that the
+/// totals path neither builds nor destroys a std::vector (whose destructor
+/// is a call even when the vector is empty).
+template <class T>
+class TreeList {
+ public:
+  /// The items (none in totals mode).
+  [[nodiscard]] const std::vector<T>& get() const {
+    static const std::vector<T> none;
+    return items_ ? *items_ : none;
+  }
+  /// The list to append to (tree mode).
+  [[nodiscard]] std::vector<T>& fill() {
+    if (!items_) items_.emplace();
+    return *items_;
+  }
+  /// The items, moved out.
+  [[nodiscard]] std::vector<T> take() && { return items_ ? std::move(*items_) : std::vector<T>{}; }
+
+ private:
+  std::optional<std::vector<T>> items_;
+};
 
 struct TensorEntry {
   std::string id;          ///< "mlp.gate_proj.output"
@@ -29,7 +104,85 @@ struct TensorEntry {
   [[nodiscard]] std::uint64_t bytes() const { return bytes_for(elements, dtype); }
 };
 
-using Inventory = std::vector<TensorEntry>;
+/// The words of a TensorEntry, built only in tree mode.
+struct EntryText {
+  std::string id;
+  std::string label;
+  std::string expr;
+  std::string source;
+};
+
+/// The tensors of one scope (a decoder layer, the loss, a phase's buffers).
+/// Always keeps their Tally and how many there are; in tree mode also the
+/// entries.
+class Inventory {
+ public:
+  Inventory() = default;
+  explicit Inventory(Detail detail) : detail_(detail) {}
+
+  /// A tensor whose words are fixed text: copied into strings in tree mode only.
+  void add(std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
+           std::string_view expr, std::string_view source) {
+    add(elements, dtype, [&] {
+      return EntryText{std::string(id), std::string(label), std::string(expr), std::string(source)};
+    });
+  }
+
+  /// A tensor whose words are computed: `text()` returns its EntryText and
+  /// runs in tree mode only.
+  template <class Text>
+  void add(std::uint64_t elements, DType dtype, Text&& text) {
+    count(elements, dtype);
+    if (detail_ == Detail::tree) record(elements, dtype, text);
+  }
+
+  /// Every tensor of `other`, after this one's.
+  void append(const Inventory& other);
+
+  /// Every tensor of `other`, each entry passed through `edit(TensorEntry&)`
+  /// (tree mode; the numbers stay those of `other`).
+  template <class Edit>
+  void append(const Inventory& other, Edit&& edit) {
+    tally_.add(other.tally_);
+    size_ += other.size_;
+    if (detail_ == Detail::tree) record(other, edit);
+  }
+
+  [[nodiscard]] Detail detail() const { return detail_; }
+  [[nodiscard]] const Tally& tally() const { return tally_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  /// The entries, in order (tree mode; empty in totals mode).
+  [[nodiscard]] const std::vector<TensorEntry>& entries() const { return entries_.get(); }
+
+ private:
+  // Tree mode: the entry with its words, out of line so that the totals
+  // path stays small.
+  template <class Text>
+  [[gnu::noinline]] void record(std::uint64_t elements, DType dtype, Text& text) {
+    EntryText t = text();
+    entries_.fill().push_back(TensorEntry{std::move(t.id), std::move(t.label), elements, dtype,
+                                          std::move(t.expr), std::move(t.source)});
+  }
+
+  template <class Edit>
+  [[gnu::noinline]] void record(const Inventory& other, Edit& edit) {
+    std::vector<TensorEntry>& list = entries_.fill();
+    for (const TensorEntry& e : other.entries()) {
+      list.push_back(e);
+      edit(list.back());
+    }
+  }
+
+  void count(std::uint64_t elements, DType dtype) {
+    tally_.add(bytes_for(elements, dtype));
+    ++size_;
+  }
+
+  Detail detail_ = Detail::tree;
+  Tally tally_;
+  std::size_t size_ = 0;
+  TreeList<TensorEntry> entries_;
+};
 
 /// Sum of the entries' bytes, checked.
 [[nodiscard]] std::uint64_t total_bytes(const Inventory& inv);
@@ -39,6 +192,101 @@ using Inventory = std::vector<TensorEntry>;
 
 /// Leaves for a breakdown tree, each entry repeated `count` times.
 [[nodiscard]] std::vector<Node> leaves(const Inventory& inv, std::uint64_t count);
+
+/// The words of a tree leaf, built only in tree mode.
+struct LeafText {
+  std::string id;
+  std::string label;
+  std::string formula;
+  std::string source;
+};
+
+/// The words of a sum node, built only in tree mode.
+struct NodeText {
+  std::string id;
+  std::string label;
+};
+
+/// A sum node of a breakdown tree under construction: its children in tree
+/// mode, and in both modes the Tally of everything below it.
+class Branch {
+ public:
+  explicit Branch(Detail detail) : detail_(detail) {}
+  /// A totals-mode branch standing for leaves that were tallied elsewhere.
+  [[nodiscard]] static Branch tallied(const Tally& t) {
+    Branch b(Detail::totals);
+    b.tally_ = t;
+    return b;
+  }
+
+  [[nodiscard]] bool tree() const { return detail_ == Detail::tree; }
+  [[nodiscard]] const Tally& tally() const { return tally_; }
+
+  /// A leaf of `count` × `each` bytes; `text()` returns its LeafText and runs
+  /// in tree mode only.
+  template <class Text>
+  void leaf(std::uint64_t each, std::uint64_t count, Text&& text) {
+    tally_.add(each, count);
+    if (tree()) record(each, count, text);
+  }
+
+  /// One leaf per entry of `inv`, each repeated `count` times (leaves()).
+  void entries(const Inventory& inv, std::uint64_t count);
+
+  /// `child` as a sum node shown as `count` instances; `text()` returns its
+  /// NodeText and runs in tree mode only.
+  template <class Text>
+  void branch(Branch&& child, Text&& text, std::uint64_t count = 1) {
+    tally_.add(child.tally_);
+    if (tree()) record(std::move(child), text, count);
+  }
+
+  /// The sum node of the children (tree mode; childless in totals mode).
+  [[nodiscard]] Node node(std::string id, std::string label) &&;
+
+ private:
+  // Tree mode, out of line like Inventory::record: the child's node with
+  // its words, and a leaf with its words.
+  template <class Text>
+  [[gnu::noinline]] void record(Branch&& child, Text& text, std::uint64_t count) {
+    NodeText t = text();
+    Node n = std::move(child).node(std::move(t.id), std::move(t.label));
+    n.count = count;
+    children_.fill().push_back(std::move(n));
+  }
+  template <class Text>
+  [[gnu::noinline]] void record(std::uint64_t each, std::uint64_t count, Text& text) {
+    LeafText t = text();
+    children_.fill().push_back(vramcalc::leaf(std::move(t.id), std::move(t.label), each, count,
+                                              std::move(t.formula), std::move(t.source)));
+  }
+
+  Detail detail_;
+  Tally tally_;
+  TreeList<Node> children_;
+};
+
+/// Up to N values stored in place: the lists the totals path needs, without
+/// the heap. Slots past size() are default-initialised, not zeroed.
+template <class T, std::size_t N>
+class FixedList {
+ public:
+  /// Appends a default-initialised value and returns it, to fill in place;
+  /// std::length_error past N (a bug: N is a proven bound).
+  T& emplace_back() {
+    if (size_ == N) throw std::length_error("FixedList capacity exceeded");
+    return items_[size_++];
+  }
+  void push_back(const T& v) { emplace_back() = v; }
+  [[nodiscard]] const T* begin() const { return items_.data(); }
+  [[nodiscard]] const T* end() const { return items_.data() + size_; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] const T& operator[](std::size_t i) const { return items_[i]; }
+
+ private:
+  std::array<T, N> items_;
+  std::size_t size_ = 0;
+};
 
 /// Symbols used in expressions, with their values for one estimate.
 struct Dims {
@@ -72,6 +320,16 @@ struct Dtypes {
 /// What autograd saves and what transient buffers a training step allocates,
 /// for one framework profile.
 struct ActivationProfile {
+  explicit ActivationProfile(Detail detail = Detail::tree)
+      : layer(detail),
+        checkpointed(detail),
+        model(detail),
+        head(detail),
+        loss_forward(detail),
+        loss_backward(detail),
+        layer_backward(detail),
+        forward_extra(detail) {}
+
   Inventory layer;           ///< one decoder layer, nothing recomputed
   Inventory checkpointed;    ///< what a checkpointed layer keeps (its input)
   Inventory model;           ///< embeddings and tables shared by all layers
@@ -80,14 +338,17 @@ struct ActivationProfile {
   Inventory loss_backward;   ///< transient: buffers live in the loss's backward
   Inventory layer_backward;  ///< transient: a layer's largest gradient working set
   Inventory forward_extra;   ///< transient: buffers live through the forward (masks)
+  /// Tree mode only (empty in totals mode).
   std::vector<std::pair<std::string, std::string>> assumptions;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;  ///< tree mode only
 };
 
 /// Hugging Face transformers with PyTorch SDPA (src/core/activations_hf.cpp).
-[[nodiscard]] ActivationProfile hf_profile(const ModelSpec& m, const Workload& w);
+[[nodiscard]] ActivationProfile hf_profile(const ModelSpec& m, const Workload& w,
+                                           Detail detail = Detail::tree);
 
 /// Megatron-Core, Korthikanti et al. 2022 (src/core/activations_megatron.cpp).
-[[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w);
+[[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
+                                                 Detail detail = Detail::tree);
 
 }  // namespace vramcalc::core

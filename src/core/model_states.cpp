@@ -35,49 +35,54 @@ std::string shape_text(const ParamTensor& t) {
   return t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows);
 }
 
-StateParts parts_in(const std::vector<ParamTensor>& tensors, DType dtype, std::string_view prefix) {
-  StateParts parts;
+StateParts parts_in(std::span<const ParamTensor> tensors, DType dtype, std::string_view prefix,
+                    Detail detail) {
+  StateParts parts(detail);
   for (const ParamTensor& t : tensors) {
-    parts.push_back({std::string(t.id), fmt::format("{}{}", prefix, t.id), group_of(t.scope), t.elements(),
-                     t.count, dtype, shape_text(t)});
+    parts.add(t.elements(), t.count, dtype, [&] {
+      return PartText{std::string(t.id), fmt::format("{}{}", prefix, t.id), group_of(t.scope), shape_text(t)};
+    });
   }
   return parts;
 }
 
 }  // namespace
 
-StateParts weight_parts(const std::vector<ParamTensor>& tensors, const Workload& w) {
+StateParts weight_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
   const DType dtype = weight_dtype(w);
-  if (dtype != DType::fp8) return parts_in(tensors, dtype, "");
+  if (dtype != DType::fp8) return parts_in(tensors, dtype, "", detail);
   // fp8 serving: decoder-layer linear weights in fp8 with one fp32 scale
   // each; embeddings, norms, biases and lm_head in bf16.
-  StateParts parts;
+  StateParts parts(detail);
   for (const ParamTensor& t : tensors) {
     const bool quantized = t.matrix && t.scope == ParamScope::layer;
-    parts.push_back({std::string(t.id), std::string(t.id), group_of(t.scope), t.elements(), t.count,
-                     quantized ? DType::fp8 : DType::bf16, shape_text(t)});
+    parts.add(t.elements(), t.count, quantized ? DType::fp8 : DType::bf16, [&] {
+      return PartText{std::string(t.id), std::string(t.id), group_of(t.scope), shape_text(t)};
+    });
     if (quantized) {
-      parts.push_back({std::string(t.id) + "_scale", std::string(t.id) + " per-tensor fp32 scale",
-                       group_of(t.scope), 1, t.count, DType::fp32, "1"});
+      parts.add(1, t.count, DType::fp32, [&] {
+        return PartText{cat(t.id, "_scale"), cat(t.id, " per-tensor fp32 scale"), group_of(t.scope), "1"};
+      });
     }
   }
   return parts;
 }
 
-StateParts gradient_parts(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  return parts_in(tensors, gradient_dtype(w), "gradient of ");
+StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
+  return parts_in(tensors, gradient_dtype(w), "gradient of ", detail);
 }
 
-StateParts master_parts(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  if (w.mode != Mode::train) return {};
-  if (w.precision != Precision::mixed && w.precision != Precision::mixed_fp32_grads) return {};
-  return parts_in(tensors, DType::fp32, "fp32 master copy of ");
+StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
+  if (w.mode != Mode::train) return StateParts(detail);
+  if (w.precision != Precision::mixed && w.precision != Precision::mixed_fp32_grads)
+    return StateParts(detail);
+  return parts_in(tensors, DType::fp32, "fp32 master copy of ", detail);
 }
 
 }  // namespace core
 
 std::uint64_t weight_bytes(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  return core::sharded_bytes(core::weight_parts(tensors, w), shard_factors(w).weights);
+  return core::sharded_bytes(core::weight_parts(tensors, w, core::Detail::totals), shard_factors(w).weights);
 }
 
 std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w) {

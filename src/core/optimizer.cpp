@@ -29,64 +29,70 @@ namespace {
 constexpr std::uint64_t k_bnb_min_8bit_size = 4096;
 constexpr std::uint64_t k_bnb_block = 256;
 
-void add_8bit(StateParts& parts, const ParamTensor& t, const std::string& shape) {
-  const std::string id(t.id);
+// The shape in words: "4096×4096" or "4096".
+std::string shape_text(const ParamTensor& t) {
+  return t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows);
+}
+
+// One part named `id``suffix`, labelled `id``what`, of the tensor's shape.
+void add_state(StateParts& parts, const ParamTensor& t, std::string_view suffix, std::string_view what,
+               std::uint64_t elements, DType dtype) {
+  parts.add(elements, t.count, dtype, [&] {
+    return PartText{cat(t.id, suffix), cat(t.id, what), group_of(t.scope), shape_text(t)};
+  });
+}
+
+void add_8bit(StateParts& parts, const ParamTensor& t) {
   if (t.elements() < k_bnb_min_8bit_size) {
-    parts.push_back({id + ".state1_fp32", id + " exp_avg (fp32: under 4096 elements)", group_of(t.scope),
-                     t.elements(), t.count, DType::fp32, shape});
-    parts.push_back({id + ".state2_fp32", id + " exp_avg_sq (fp32: under 4096 elements)", group_of(t.scope),
-                     t.elements(), t.count, DType::fp32, shape});
+    add_state(parts, t, ".state1_fp32", " exp_avg (fp32: under 4096 elements)", t.elements(), DType::fp32);
+    add_state(parts, t, ".state2_fp32", " exp_avg_sq (fp32: under 4096 elements)", t.elements(), DType::fp32);
     return;
   }
   const std::uint64_t blocks = ceil_div(t.elements(), k_bnb_block);
-  parts.push_back({id + ".state1", id + " exp_avg (uint8)", group_of(t.scope), t.elements(), t.count,
-                   DType::uint8, shape});
-  parts.push_back({id + ".state2", id + " exp_avg_sq (uint8)", group_of(t.scope), t.elements(), t.count,
-                   DType::uint8, shape});
-  parts.push_back({id + ".absmax", id + " absmax1 and absmax2, one per 256-element block", group_of(t.scope),
-                   checked_mul(2, blocks), t.count, DType::fp32, fmt::format("2·⌈{}/256⌉", t.elements())});
+  add_state(parts, t, ".state1", " exp_avg (uint8)", t.elements(), DType::uint8);
+  add_state(parts, t, ".state2", " exp_avg_sq (uint8)", t.elements(), DType::uint8);
+  parts.add(checked_mul(2, blocks), t.count, DType::fp32, [&] {
+    return PartText{cat(t.id, ".absmax"), cat(t.id, " absmax1 and absmax2, one per 256-element block"),
+                    group_of(t.scope), fmt::format("2·⌈{}/256⌉", t.elements())};
+  });
 }
 
 }  // namespace
 
-StateParts optimizer_parts(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  StateParts parts;
+StateParts optimizer_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
+  StateParts parts(detail);
   if (w.mode != Mode::train) return parts;
   const DType state = optimizer_state_dtype(w);
   for (const ParamTensor& t : tensors) {
-    const std::string id(t.id);
-    const std::string shape = t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows);
+    const std::uint64_t n = t.elements();
     switch (w.optimizer) {
       case Optimizer::adam:
       case Optimizer::adamw:
-        parts.push_back(
-            {id + ".exp_avg", id + " exp_avg", group_of(t.scope), t.elements(), t.count, state, shape});
-        parts.push_back(
-            {id + ".exp_avg_sq", id + " exp_avg_sq", group_of(t.scope), t.elements(), t.count, state, shape});
+        add_state(parts, t, ".exp_avg", " exp_avg", n, state);
+        add_state(parts, t, ".exp_avg_sq", " exp_avg_sq", n, state);
         break;
       case Optimizer::sgd_momentum:
-        parts.push_back({id + ".momentum_buffer", id + " momentum_buffer", group_of(t.scope), t.elements(),
-                         t.count, state, shape});
+        add_state(parts, t, ".momentum_buffer", " momentum_buffer", n, state);
         break;
       case Optimizer::lion:
         // bitsandbytes Lion32bit (Hugging Face Trainer's lion_32bit): one fp32 exp_avg.
-        parts.push_back({id + ".exp_avg", id + " exp_avg (fp32)", group_of(t.scope), t.elements(), t.count,
-                         DType::fp32, shape});
+        add_state(parts, t, ".exp_avg", " exp_avg (fp32)", n, DType::fp32);
         break;
       case Optimizer::adafactor:
         // transformers Adafactor with beta1=None: factored second moment for
         // matrices (a row and a column vector), full for vectors; fp32.
         if (t.matrix) {
-          parts.push_back({id + ".exp_avg_sq_row_col", id + " exp_avg_sq_row + exp_avg_sq_col (fp32)",
-                           group_of(t.scope), checked_add(t.rows, t.cols), t.count, DType::fp32,
-                           fmt::format("{}+{}", t.rows, t.cols)});
+          parts.add(checked_add(t.rows, t.cols), t.count, DType::fp32, [&] {
+            return PartText{cat(t.id, ".exp_avg_sq_row_col"),
+                            cat(t.id, " exp_avg_sq_row + exp_avg_sq_col (fp32)"), group_of(t.scope),
+                            fmt::format("{}+{}", t.rows, t.cols)};
+          });
         } else {
-          parts.push_back({id + ".exp_avg_sq", id + " exp_avg_sq (fp32)", group_of(t.scope), t.elements(),
-                           t.count, DType::fp32, shape});
+          add_state(parts, t, ".exp_avg_sq", " exp_avg_sq (fp32)", n, DType::fp32);
         }
         break;
       case Optimizer::adamw_8bit:
-        add_8bit(parts, t, shape);
+        add_8bit(parts, t);
         break;
       case Optimizer::sgd:
       case Optimizer::none:
@@ -96,8 +102,9 @@ StateParts optimizer_parts(const std::vector<ParamTensor>& tensors, const Worklo
   if (w.optimizer == Optimizer::adamw_8bit) {
     // qmap1 and qmap2: 256-entry fp32 quantisation maps, shared by all
     // parameters of the optimizer (name2qmap).
-    parts.push_back(
-        {"qmaps", "dynamic quantisation maps qmap1 and qmap2", "optimizer", 512, 1, DType::fp32, "2·256"});
+    parts.add(512, 1, DType::fp32, [] {
+      return PartText{"qmaps", "dynamic quantisation maps qmap1 and qmap2", "optimizer", "2·256"};
+    });
   }
   return parts;
 }
@@ -105,7 +112,8 @@ StateParts optimizer_parts(const std::vector<ParamTensor>& tensors, const Worklo
 }  // namespace core
 
 std::uint64_t optimizer_state_bytes(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  return core::sharded_bytes(core::optimizer_parts(tensors, w), shard_factors(w).optimizer);
+  return core::sharded_bytes(core::optimizer_parts(tensors, w, core::Detail::totals),
+                             shard_factors(w).optimizer);
 }
 
 }  // namespace vramcalc

@@ -1,5 +1,6 @@
 // Runtime overhead outside PyTorch's tensors, and the caching allocator's
 // rounding.
+#include "core/arith.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
@@ -28,8 +29,8 @@ std::uint64_t allocator_block_bytes(std::uint64_t request) {
   constexpr std::uint64_t min_large_alloc = 10 * k_mib;  // kMinLargeAlloc
   constexpr std::uint64_t round_large = 2 * k_mib;       // kRoundLarge
   if (request == 0) return 0;
-  if (request > min_large_alloc) return checked_mul(ceil_div(request, round_large), round_large);
-  return checked_mul(ceil_div(request, min_block), min_block);
+  if (request > min_large_alloc) return core::mul_inline(ceil_div(request, round_large), round_large);
+  return core::mul_inline(ceil_div(request, min_block), min_block);
 }
 
 }  // namespace vramcalc

@@ -1,14 +1,15 @@
 #include "vramcalc/parameters.hpp"
 
+#include "core/arith.hpp"
 #include "vramcalc/units.hpp"
 
 namespace vramcalc {
 
 std::uint64_t ParamTensor::elements() const {
-  return checked_mul(rows, cols);
+  return core::mul_inline(rows, cols);
 }
 std::uint64_t ParamTensor::total() const {
-  return checked_mul(elements(), count);
+  return core::mul_inline(elements(), count);
 }
 
 namespace {
@@ -24,7 +25,7 @@ ParamTensor vector(std::string_view id, ParamScope scope, std::uint64_t length, 
 
 // GPT-2 (transformers models/gpt2/modeling_gpt2.py): Conv1D layers store
 // their weight as in × out; the element count is the same as a Linear's.
-void add_gpt2(const ModelSpec& m, std::vector<ParamTensor>& t) {
+void add_gpt2(const ModelSpec& m, ParamTensorList& t) {
   const std::uint64_t h = m.hidden_size;
   const std::uint64_t inner = m.intermediate_size;
   const std::uint64_t qkv = checked_mul(m.num_attention_heads, m.head_dim);
@@ -50,7 +51,7 @@ void add_gpt2(const ModelSpec& m, std::vector<ParamTensor>& t) {
 
 // Llama-style decoders (transformers models/{llama,mistral,qwen2,qwen3,gemma,
 // gemma2,phi3}/modeling_*.py).
-void add_llama_style(const ModelSpec& m, std::vector<ParamTensor>& t) {
+void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
   const std::uint64_t h = m.hidden_size;
   const std::uint64_t I = m.intermediate_size;
   const std::uint64_t L = m.num_layers;
@@ -97,9 +98,8 @@ void add_llama_style(const ModelSpec& m, std::vector<ParamTensor>& t) {
 
 }  // namespace
 
-std::vector<ParamTensor> parameter_tensors(const ModelSpec& m) {
-  std::vector<ParamTensor> t;
-  t.reserve(24);
+ParamTensorList parameter_tensor_list(const ModelSpec& m) {
+  ParamTensorList t;
   if (m.type == ModelType::gpt2) {
     add_gpt2(m, t);
   } else {
@@ -111,7 +111,12 @@ std::vector<ParamTensor> parameter_tensors(const ModelSpec& m) {
   return t;
 }
 
-ParameterCount count_parameters(const std::vector<ParamTensor>& tensors, std::uint64_t num_layers) {
+std::vector<ParamTensor> parameter_tensors(const ModelSpec& m) {
+  const ParamTensorList list = parameter_tensor_list(m);
+  return {list.begin(), list.end()};
+}
+
+ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers) {
   ParameterCount c;
   for (const ParamTensor& p : tensors) {
     const std::uint64_t n = p.total();
@@ -139,7 +144,7 @@ ParameterCount count_parameters(const std::vector<ParamTensor>& tensors, std::ui
 }
 
 ParameterCount count_parameters(const ModelSpec& m) {
-  return count_parameters(parameter_tensors(m), m.num_layers);
+  return count_parameters(parameter_tensor_list(m), m.num_layers);
 }
 
 }  // namespace vramcalc

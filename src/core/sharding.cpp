@@ -26,9 +26,9 @@ namespace core {
 namespace {
 
 // The element types present in `parts`, in first-seen order.
-std::vector<DType> dtypes_in(const StateParts& parts) {
-  std::vector<DType> out;
-  for (const StatePart& p : parts) {
+FixedList<DType, static_cast<std::size_t>(DType::boolean) + 1> dtypes_in(const StateParts& parts) {
+  FixedList<DType, static_cast<std::size_t>(DType::boolean) + 1> out;
+  for (const PartSize& p : parts.sizes()) {
     if (std::find(out.begin(), out.end(), p.dtype) == out.end()) out.push_back(p.dtype);
   }
   return out;
@@ -36,10 +36,27 @@ std::vector<DType> dtypes_in(const StateParts& parts) {
 
 std::uint64_t elements_of(const StateParts& parts, DType t) {
   std::uint64_t n = 0;
-  for (const StatePart& p : parts) {
-    if (p.dtype == t) n = checked_add(n, checked_mul(p.elements, p.count));
+  for (const PartSize& p : parts.sizes()) {
+    if (p.dtype == t) n = add_inline(n, mul_inline(p.elements, p.count));
   }
   return n;
+}
+
+// One leaf per part: what the unsharded tree's leaves hold. Consecutive
+// equal parts (exp_avg and exp_avg_sq of one tensor) share one computation.
+Tally unsharded_tally(const StateParts& parts) {
+  Tally total;
+  Tally leaf;
+  const PartSize* last = nullptr;
+  for (const PartSize& p : parts.sizes()) {
+    if (last == nullptr || p.elements != last->elements || p.count != last->count || p.dtype != last->dtype) {
+      leaf = Tally{};
+      leaf.add(bytes_for(p.elements, p.dtype), p.count);
+      last = &p;
+    }
+    total.add(leaf);
+  }
+  return total;
 }
 
 }  // namespace
@@ -68,34 +85,39 @@ std::uint64_t sharded_bytes(const StateParts& parts, std::uint64_t ranks) {
   return bytes;
 }
 
-Node state_node(std::string id, std::string label, const StateParts& parts, std::uint64_t ranks,
-                const std::string& source) {
-  std::vector<Node> children;
+Branch state_branch(const StateParts& parts, std::uint64_t ranks, std::string_view source) {
+  Branch out(parts.detail());
   if (ranks > 1) {
     for (DType t : dtypes_in(parts)) {
       const std::uint64_t total = elements_of(parts, t);
-      children.push_back(leaf(fmt::format("shard_{}", name_of(t)),
-                              fmt::format("this rank's shard: ⌈{} / {}⌉ elements", total, ranks),
-                              bytes_for(shard_elements(total, ranks), t), 1,
-                              fmt::format("⌈elements / N⌉ × {} B ({})", bits_of(t) / 8, name_of(t)), source));
+      out.leaf(bytes_for(shard_elements(total, ranks), t), 1, [&] {
+        return LeafText{fmt::format("shard_{}", name_of(t)),
+                        fmt::format("this rank's shard: ⌈{} / {}⌉ elements", total, ranks),
+                        fmt::format("⌈elements / N⌉ × {} B ({})", bits_of(t) / 8, name_of(t)),
+                        std::string(source)};
+      });
     }
-    return sum_of(std::move(id), std::move(label), std::move(children));
+    return out;
   }
+  // One leaf per part, grouped by scope; the totals path only tallies them.
+  if (!out.tree()) return Branch::tallied(unsharded_tally(parts));
   std::vector<std::string> groups;
-  for (const StatePart& p : parts) {
+  for (const StatePart& p : parts.parts()) {
     if (std::find(groups.begin(), groups.end(), p.group) == groups.end()) groups.push_back(p.group);
   }
   for (const std::string& g : groups) {
-    std::vector<Node> members;
-    for (const StatePart& p : parts) {
+    Branch members(Detail::tree);
+    for (const StatePart& p : parts.parts()) {
       if (p.group != g) continue;
-      members.push_back(leaf(p.id, p.label, bytes_for(p.elements, p.dtype), p.count,
-                             fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
-                             source));
+      members.leaf(bytes_for(p.elements, p.dtype), p.count, [&] {
+        return LeafText{p.id, p.label,
+                        fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
+                        std::string(source)};
+      });
     }
-    children.push_back(sum_of(g, g, std::move(members)));
+    out.branch(std::move(members), [&] { return NodeText{g, g}; });
   }
-  return sum_of(std::move(id), std::move(label), std::move(children));
+  return out;
 }
 
 }  // namespace core

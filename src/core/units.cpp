@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/arith.hpp"
 #include "vramcalc/error.hpp"
 
 namespace vramcalc {
@@ -58,10 +59,10 @@ std::string_view name_of(DType t) {
 std::uint64_t bytes_for(std::uint64_t elements, DType t) {
   const std::uint32_t bits = bits_of(t);
   if (bits % 8 == 0) {
-    return checked_mul(elements, bits / 8);
+    return core::mul_inline(elements, bits / 8);
   }
   // Sub-byte types: round the whole tensor up to a byte, once.
-  return ceil_div(checked_mul(elements, bits), 8);
+  return ceil_div(core::mul_inline(elements, bits), 8);
 }
 
 namespace {

@@ -17,11 +17,27 @@ vramcalc::PlanRequest request(const char* preset, const char* mode) {
 void estimate_train(benchmark::State& state) {
   const vramcalc::PlanRequest r = request("llama-3.1-8b", "train");
   for (auto _ : state) benchmark::DoNotOptimize(vramcalc::estimate(r.model, r.workload));
+  state.SetItemsProcessed(state.iterations());
 }
 
 void estimate_infer(benchmark::State& state) {
   const vramcalc::PlanRequest r = request("llama-3.1-8b", "infer");
   for (auto _ : state) benchmark::DoNotOptimize(vramcalc::estimate(r.model, r.workload));
+  state.SetItemsProcessed(state.iterations());
+}
+
+// estimate_totals(): the numbers only, no tree and no heap. One item is one
+// evaluation, so items_per_second is evaluations per second.
+void estimate_totals_train(benchmark::State& state) {
+  const vramcalc::PlanRequest r = request("llama-3.1-8b", "train");
+  for (auto _ : state) benchmark::DoNotOptimize(vramcalc::estimate_totals(r.model, r.workload));
+  state.SetItemsProcessed(state.iterations());
+}
+
+void estimate_totals_infer(benchmark::State& state) {
+  const vramcalc::PlanRequest r = request("llama-3.1-8b", "infer");
+  for (auto _ : state) benchmark::DoNotOptimize(vramcalc::estimate_totals(r.model, r.workload));
+  state.SetItemsProcessed(state.iterations());
 }
 
 void load_and_render(benchmark::State& state) {
@@ -34,5 +50,7 @@ void load_and_render(benchmark::State& state) {
 
 BENCHMARK(estimate_train);
 BENCHMARK(estimate_infer);
+BENCHMARK(estimate_totals_train);
+BENCHMARK(estimate_totals_infer);
 BENCHMARK(load_and_render);
 BENCHMARK_MAIN();

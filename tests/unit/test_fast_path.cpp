@@ -1,0 +1,175 @@
+// estimate_totals(): the numbers of estimate(), field by field, for every
+// preset (and two tiny models, whose tensors take the allocator's 512-byte
+// rounding) under a grid of workloads that covers every setting.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "vramcalc/error.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+using Settings = std::vector<std::pair<std::string, std::string>>;
+
+// Micro-batch and sequence pairs: one token, one sequence (the labels keep
+// s + 1), a tiny model's size, sizes that are not powers of two, and the
+// benchmark's.
+const std::vector<std::pair<std::string, std::string>> k_sizes = {
+    {"1", "1"}, {"2", "3"}, {"1", "1000"}, {"3", "333"}, {"4", "4096"}};
+
+// Training: every precision × optimizer × framework × attention ×
+// checkpointing policy, with the ZeRO stage, data-parallel degree, dropout
+// and size turning over at different rates, so each meets many of the
+// others; then every ZeRO stage × degree × dropout × size on its own.
+// Serving: every dtype × KV dtype × attention × size. Combinations the
+// input boundary rejects (megatron with amp, selective with hf, fp8
+// training, GPT-2 past its positions) are skipped by the caller.
+std::vector<Settings> grid() {
+  const char* precisions[] = {"fp32", "amp", "mixed", "mixed-fp32-grads", "pure"};
+  const char* optimizers[] = {"adamw", "adam",      "sgd",        "sgd-momentum",
+                              "lion",  "adafactor", "adamw-8bit", "none"};
+  const char* frameworks[] = {"hf", "megatron"};
+  const char* attentions[] = {"flash", "eager"};
+  const char* checkpoints[] = {"none", "full", "selective", "every:2"};
+  const char* zeros[] = {"0", "1", "2", "3"};
+  const char* dps[] = {"1", "8"};
+  const char* dropouts[] = {"0", "0.1"};
+  const char* dtypes[] = {"fp32", "bf16", "fp16", "fp8"};
+
+  std::vector<Settings> out;
+  std::size_t k = 0;
+  for (const char* precision : precisions) {
+    for (const char* optimizer : optimizers) {
+      for (const char* framework : frameworks) {
+        for (const char* attention : attentions) {
+          for (const char* checkpoint : checkpoints) {
+            const auto& [batch, seq] = k_sizes[k % k_sizes.size()];
+            Settings s = {{"mode", "train"},
+                          {"precision", precision},
+                          {"optimizer", optimizer},
+                          {"framework", framework},
+                          {"attention", attention},
+                          {"checkpoint", checkpoint},
+                          {"zero", zeros[(k / 3) % 4]},
+                          {"dp", dps[(k / 2) % 2]},
+                          {"dropout", dropouts[(k / 7) % 2]},
+                          {"batch", batch},
+                          {"seq", seq}};
+            if (std::string(precision) == "fp32") {
+              s.emplace_back("dtype", "fp32");
+            } else if (k % 3 == 0) {
+              s.emplace_back("dtype", "fp16");
+            }
+            out.push_back(std::move(s));
+            ++k;
+          }
+        }
+      }
+    }
+  }
+  for (const char* zero : zeros) {
+    for (const char* dp : {"1", "8", "3"}) {
+      for (const char* dropout : dropouts) {
+        for (const auto& [batch, seq] : k_sizes) {
+          out.push_back({{"mode", "train"},
+                         {"zero", zero},
+                         {"dp", dp},
+                         {"dropout", dropout},
+                         {"batch", batch},
+                         {"seq", seq}});
+        }
+      }
+    }
+  }
+  for (const char* dtype : dtypes) {
+    for (const char* kv : dtypes) {
+      for (const char* attention : attentions) {
+        for (const auto& [batch, seq] : k_sizes) {
+          out.push_back({{"mode", "infer"},
+                         {"dtype", dtype},
+                         {"kv_dtype", kv},
+                         {"attention", attention},
+                         {"batch", batch},
+                         {"seq", seq}});
+        }
+      }
+    }
+  }
+  out.push_back({{"overhead", "1GiB"}});
+  out.push_back({{"mode", "train"}, {"overhead", "0"}});
+  return out;
+}
+
+std::vector<ModelSpec> models() {
+  std::vector<ModelSpec> out;
+  for (const PresetInfo& p : presets()) out.push_back(load_model(p.name));
+  out.push_back(test::model(test::k_tiny_llama, "tiny-llama"));
+  out.push_back(test::model(test::k_tiny_gpt2, "tiny-gpt2"));
+  return out;
+}
+
+void check_same(const Budget& b, const Totals& t) {
+  CHECK(t.components == b.components);
+  REQUIRE(t.phase_count == b.phases.size());
+  for (std::size_t i = 0; i < k_max_phases; ++i) {
+    CHECK(t.phase_totals[i] == (i < b.phases.size() ? b.phases[i].total : 0));
+  }
+  CHECK(t.peak_phase == b.peak_phase);
+  CHECK(t.peak_allocated == b.peak_allocated);
+  CHECK(t.allocator_slack == b.allocator_slack);
+  CHECK(t.peak_reserved == b.peak_reserved);
+  CHECK(t.peak_device == b.peak_device);
+  CHECK(t.sum == b.sum);
+}
+
+}  // namespace
+
+TEST_CASE("estimate_totals gives estimate's numbers for every preset under every setting", "[fast_path]") {
+  const std::vector<Settings> settings = grid();
+  std::size_t compared = 0;
+  for (const ModelSpec& m : models()) {
+    for (const Settings& s : settings) {
+      WorkloadInput in;
+      std::string label = m.name;
+      for (const auto& [key, value] : s) {
+        set_from_text(in, key, value, "--" + key);
+        label += " " + key + "=" + value;
+      }
+      Workload w;
+      try {
+        w = resolve(m, in).workload;
+      } catch (const InputError&) {
+        continue;  // a combination the input boundary rejects
+      }
+      INFO(label);
+      check_same(estimate(m, w), estimate_totals(m, w));
+      ++compared;
+    }
+  }
+  // Most of the grid is valid: 13 presets and 2 tiny models × ~850 settings.
+  CHECK(compared > 8000);
+}
+
+TEST_CASE("estimate_totals sees the slack of a tiny model's small tensors", "[fast_path]") {
+  // Tiny tensors round up to 512-byte blocks, so the slack dwarfs the bytes.
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  const Workload w = test::workload(m, {{"mode", "train"}, {"batch", "2"}, {"seq", "3"}});
+  const Budget b = estimate(m, w);
+  const Totals t = estimate_totals(m, w);
+  CHECK(t.allocator_slack > t.peak_allocated);
+  check_same(b, t);
+}
+
+TEST_CASE("estimate_totals and estimate overflow alike", "[fast_path]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  for (const char* mode : {"train", "infer"}) {
+    const Workload w = test::workload(m, {{"mode", mode}, {"batch", "1000000000"}, {"seq", "1000000000000"}});
+    CHECK_THROWS_AS(estimate(m, w), OverflowError);
+    CHECK_THROWS_AS(estimate_totals(m, w), OverflowError);
+  }
+}
