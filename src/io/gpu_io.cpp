@@ -141,11 +141,15 @@ std::uint64_t parse_size(std::string_view text, std::string_view where) {
       throw bad(fmt::format("unknown unit \"{}\" (GiB = 2^30 bytes, GB = 10^9){}", unit_text, hint));
     }
   }
+  // The fraction, rounded half up to a whole byte. frac × factor can exceed
+  // 64 bits ("1.23456789TB"), so with factor = q × frac_scale + r it is
+  // q × frac + (r × frac) / frac_scale, whose terms stay below 2^64 since
+  // frac and r are below frac_scale ≤ 10^9.
+  const std::uint64_t q = factor / frac_scale;
+  const std::uint64_t r = factor % frac_scale;
+  const std::uint64_t frac_part = q * frac + (r * frac + frac_scale / 2) / frac_scale;
   try {
-    const std::uint64_t int_part = checked_mul(whole, factor);
-    // The fraction, rounded half up to a whole byte.
-    const std::uint64_t frac_part = (checked_mul(frac, factor) + frac_scale / 2) / frac_scale;
-    return checked_add(int_part, frac_part);
+    return checked_add(checked_mul(whole, factor), frac_part);
   } catch (const OverflowError&) {
     throw bad("too large for 64 bits");
   }

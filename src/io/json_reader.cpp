@@ -43,27 +43,105 @@ std::string parse_problem(const std::string& what) {
   return what.substr(colon + marker.size());
 }
 
+// "<source>:<line>:<col>" of the character at 0-based `offset`.
+std::string position_of(std::string_view text, std::string_view source, std::size_t offset) {
+  const std::size_t at = std::min(offset, text.size());
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return fmt::format("{}:{}:{}", source, line, column);
+}
+
+// Deeper nesting is refused before parsing: nlohmann's dump(), which error
+// messages use to show a value, recurses once per level, so a document of
+// thousands of nested arrays would overflow the stack. Configs and plan
+// files nest a few levels.
+constexpr std::size_t k_max_depth = 256;
+
+// The offset of the first '[' or '{' nested deeper than k_max_depth (outside
+// strings), or npos.
+std::size_t too_deep_at(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, which may be a quote
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > k_max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Finds where a parse stopped: nlohmann reports a number too large for a
+// double (out_of_range.406) without its position, but hands it to a SAX
+// handler's parse_error() along with the token.
+class ErrorLocator : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::size_t end = 0;  ///< offset just past the offending token
+  std::string token;
+
+  bool null() override { return true; }
+  bool boolean(bool /*value*/) override { return true; }
+  bool number_integer(number_integer_t /*value*/) override { return true; }
+  bool number_unsigned(number_unsigned_t /*value*/) override { return true; }
+  bool number_float(number_float_t /*value*/, const string_t& /*text*/) override { return true; }
+  bool string(string_t& /*value*/) override { return true; }
+  bool binary(binary_t& /*value*/) override { return true; }
+  bool start_object(std::size_t /*elements*/) override { return true; }
+  bool key(string_t& /*value*/) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t /*elements*/) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::json::exception& /*error*/) override {
+    end = position;
+    token = last_token;
+    return false;
+  }
+};
+
 }  // namespace
 
 nlohmann::json parse_json(std::string_view text, std::string_view source) {
+  if (const std::size_t at = too_deep_at(text); at != std::string_view::npos) {
+    throw InputError(position_of(text, source, at),
+                     fmt::format("invalid JSON: nested deeper than {} arrays and objects (vramcalc's "
+                                 "limit; a config.json nests a few levels)",
+                                 k_max_depth));
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the 1-based offset of the character that failed; one past
     // the end when the input ended early.
-    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    std::size_t line = 1;
-    std::size_t column = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    throw InputError(fmt::format("{}:{}:{}", source, line, column),
+    throw InputError(position_of(text, source, e.byte == 0 ? 0 : e.byte - 1),
                      "invalid JSON: " + parse_problem(e.what()));
+  } catch (const nlohmann::json::out_of_range&) {
+    // A number beyond a double's range, such as 1e400 (out_of_range.406).
+    ErrorLocator locate;
+    (void)nlohmann::json::sax_parse(text.begin(), text.end(), &locate);
+    const std::size_t start = locate.end >= locate.token.size() ? locate.end - locate.token.size() : 0;
+    throw InputError(position_of(text, source, start),
+                     fmt::format("invalid JSON: number {} is out of range (a double holds magnitudes up "
+                                 "to about 1.8e308)",
+                                 locate.token.empty() ? "here" : locate.token));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "io/json_reader.hpp"
 #include "io/model_reader.hpp"
+#include "io/plan_reader.hpp"
 #include "io/spell.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
@@ -364,6 +365,37 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   return r;
 }
 
+namespace io {
+
+PlanText read_plan_text(std::string_view text, const std::string& source, const std::string& stem) {
+  PlanText out;
+  const nlohmann::json doc = parse_json(text, source);
+  const JsonCursor root(doc, source);
+  if (!doc.is_object()) root.fail("expected a JSON object, got " + root.shown());
+  if (auto w = root.find("workload")) out.workload = read_workload(*w);
+  if (auto m = root.find("model")) {
+    // A plan file: "model" names a preset, or holds a config object inline.
+    if (m->is_object()) {
+      out.model = read_model(*m, stem);
+    } else if (m->is_string()) {
+      const std::string name = m->string();
+      auto found = find_preset(name);
+      if (!found) {
+        m->fail(fmt::format("unknown preset \"{}\"{} (run \"vramcalc models\" for the list)", name,
+                            did_you_mean(name, preset_names())));
+      }
+      out.model = std::move(*found);
+    } else {
+      m->fail("expected a preset name or a config object, got " + m->shown());
+    }
+  } else {
+    out.model = read_model(root, stem);
+  }
+  return out;
+}
+
+}  // namespace io
+
 PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
   const std::string arg(model_arg);
   WorkloadInput input;
@@ -372,30 +404,10 @@ PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
   if (auto preset = io::find_preset(arg)) {
     model = std::move(*preset);
   } else if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
-    const std::string text = io::read_file(arg);
-    const nlohmann::json doc = io::parse_json(text, arg);
-    const io::JsonCursor root(doc, arg);
-    if (!doc.is_object()) root.fail("expected a JSON object, got " + root.shown());
-    if (auto w = root.find("workload")) input = read_workload(*w);
-    const std::string stem = std::filesystem::path(arg).stem().string();
-    if (auto m = root.find("model")) {
-      // A plan file: "model" names a preset, or holds a config object inline.
-      if (m->is_object()) {
-        model = io::read_model(*m, stem);
-      } else if (m->is_string()) {
-        const std::string name = m->string();
-        auto found = io::find_preset(name);
-        if (!found) {
-          m->fail(fmt::format("unknown preset \"{}\"{} (run \"vramcalc models\" for the list)", name,
-                              io::did_you_mean(name, io::preset_names())));
-        }
-        model = std::move(*found);
-      } else {
-        m->fail("expected a preset name or a config object, got " + m->shown());
-      }
-    } else {
-      model = io::read_model(root, stem);
-    }
+    io::PlanText file =
+        io::read_plan_text(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
+    model = std::move(file.model);
+    input = std::move(file.workload);
   } else {
     model = load_model(arg);  // raises the "unknown model" error with a suggestion
   }

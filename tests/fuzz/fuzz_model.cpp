@@ -1,0 +1,35 @@
+// libFuzzer target: the model spec parser, parse_model(), over arbitrary
+// Hugging Face config.json text. Seeds: models/*.json and the JSON files of
+// tests/data (see tests/fuzz/CMakeLists.txt).
+//
+// Expected outcomes: a ModelSpec, or InputError. A config the parser accepts
+// must also resolve with every workload default and plan (OverflowError
+// aside), since the defaults are chosen for any valid model.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "fuzz_common.hpp"
+#include "vramcalc/io.hpp"
+
+using namespace vramcalc;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text = fuzz::as_text(data, size);
+  std::optional<ModelSpec> model;
+  if (!fuzz::input_boundary("parse_model", [&] { model = parse_model(text, "config.json", "config"); })) {
+    return 0;
+  }
+  std::optional<PlanRequest> request;
+  try {
+    request = resolve(*model, WorkloadInput{});
+  } catch (const InputError& e) {
+    fuzz::finding(
+        "resolve",
+        std::string("the workload defaults are refused for a model parse_model accepted: ") + e.what());
+  } catch (const std::exception& e) {
+    fuzz::finding("resolve", fuzz::describe(e));
+  }
+  fuzz::plan_and_render(*request);
+  return 0;
+}
