@@ -70,11 +70,14 @@ struct Budget {
   std::vector<Phase> phases;
   std::size_t peak_phase = 0;  ///< index into phases
 
-  std::uint64_t peak_allocated = 0;   ///< tensors: torch.cuda.max_memory_allocated
-  std::uint64_t allocator_slack = 0;  ///< modelled caching-allocator rounding
-  std::uint64_t peak_reserved = 0;    ///< peak_allocated + allocator_slack
-  std::uint64_t peak_device = 0;      ///< peak_reserved + runtime_overhead (nvidia-smi)
-  std::uint64_t sum = 0;              ///< sum of the components
+  std::uint64_t peak_allocated = 0;  ///< tensors: torch.cuda.max_memory_allocated
+  /// peak_reserved − peak_allocated: the caching allocator's rounding of
+  /// the live tensors at the moment reserved memory peaks.
+  std::uint64_t allocator_slack = 0;
+  /// The largest, over the phases, of what is live plus its rounding.
+  std::uint64_t peak_reserved = 0;
+  std::uint64_t peak_device = 0;  ///< peak_reserved + runtime_overhead (nvidia-smi)
+  std::uint64_t sum = 0;          ///< sum of the components
 
   /// What drives each component, in words: ("activations", "no checkpointing, ...").
   std::vector<std::pair<std::string, std::string>> assumptions;

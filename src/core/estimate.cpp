@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -100,6 +101,10 @@ struct Moment {
   std::uint64_t layer = 0;
   ComponentBytes live{};
   Inventory transient;  // what the transient component holds at this moment
+  // The allocator rounding of the activations live at this moment, when
+  // only some layers' activations are (backward); otherwise the component's
+  // rounding is taken whole or not at all.
+  std::optional<std::uint64_t> activation_rounding;
 };
 
 using Moments = core::FixedList<Moment, k_max_phases>;
@@ -164,6 +169,10 @@ struct Train {
   std::uint64_t a_ckpt = 0;   // one checkpointed layer
   std::uint64_t a_model = 0;  // embedding-level
   std::uint64_t n_ckpt = 0;
+  // The caching allocator's rounding of the same tensors (Tally::rounding).
+  std::uint64_t r_full = 0;
+  std::uint64_t r_ckpt = 0;
+  std::uint64_t r_model = 0;
 };
 
 // Activations stored by layers 0 … i together: a checkpointed layer keeps
@@ -172,6 +181,13 @@ std::uint64_t stored_through(const Train& t, std::uint64_t i) {
   const std::uint64_t layers = i + 1;
   const std::uint64_t kept_inputs = checkpointed_count(t.w.checkpoint, layers);
   return checked_add(checked_mul(kept_inputs, t.a_ckpt), checked_mul(layers - kept_inputs, t.a_full));
+}
+
+// The allocator rounding of those activations.
+std::uint64_t rounding_through(const Train& t, std::uint64_t i) {
+  const std::uint64_t layers = i + 1;
+  const std::uint64_t kept_inputs = checkpointed_count(t.w.checkpoint, layers);
+  return checked_add(checked_mul(kept_inputs, t.r_ckpt), checked_mul(layers - kept_inputs, t.r_full));
 }
 
 // ---- transients --------------------------------------------------------------
@@ -324,6 +340,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
     b.numbered = true;
     b.layer = worst_layer;
     b.live[idx(Component::activations)] = checked_add(stored_through(t, worst_layer), t.a_model);
+    b.activation_rounding = checked_add(rounding_through(t, worst_layer), t.r_model);
     b.live[idx(Component::gradients)] = grads_live(worst_produced);
     if (checkpointed(w.checkpoint, worst_layer)) {
       b.transient.append(t.prof.layer, [](core::TensorEntry& r) {
@@ -337,6 +354,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   {
     Moment& e = add_moment(out, "backward, end", base, Inventory(detail));
     e.live[idx(Component::activations)] = t.a_model;
+    e.activation_rounding = t.r_model;
     e.live[idx(Component::gradients)] = grads_live(P);
   }
   if (w.optimizer != Optimizer::none) {
@@ -646,6 +664,9 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   t.a_full = total_bytes(t.prof.layer);
   t.a_ckpt = total_bytes(t.prof.checkpointed);
   t.a_model = total_bytes(t.prof.model);
+  t.r_full = t.prof.layer.tally().rounding;
+  t.r_ckpt = t.prof.checkpointed.tally().rounding;
+  t.r_model = t.prof.model.tally().rounding;
   t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
 
   out.set(Component::activations, activations_branch(t, d));
@@ -738,15 +759,32 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
   r.components = out.components;
   r.peak_allocated = r.phase_totals[r.peak_phase];
 
-  // Allocator rounding of what is live at the peak. The tree path takes it
-  // from the trees' leaves; the totals path from the same leaves' tallies.
-  const ComponentBytes peak = live_at(moments[r.peak_phase]);
+  // Reserved memory: at each moment, what is live plus the caching
+  // allocator's rounding of those tensors; the peak is the largest. The
+  // rounding is exact for the transient buffers and for activations of some
+  // layers (each tensor rounds on its own, so it never shrinks as tensors
+  // grow); a component live in part (gradients mid-backward) takes its
+  // share of its whole rounding. The tree path takes a component's rounding
+  // from the tree's leaves, the totals path from the same leaves' tallies.
+  ComponentBytes rounding{};
   for (std::size_t i = 0; i < k_component_count; ++i) {
     if (i == idx(Component::runtime_overhead) || r.components[i] == 0) continue;
-    const std::uint64_t rounding = out.tree() ? rounding_of(out.b->breakdown[i]) : out.rounding[i];
-    r.allocator_slack = checked_add(r.allocator_slack, share(rounding, peak[i], r.components[i]));
+    rounding[i] = out.tree() ? rounding_of(out.b->breakdown[i]) : out.rounding[i];
   }
-  r.peak_reserved = checked_add(r.peak_allocated, r.allocator_slack);
+  r.peak_reserved = r.peak_allocated;
+  for (std::size_t p = 0; p < moments.size(); ++p) {
+    const Moment& mo = moments[p];
+    const ComponentBytes live = live_at(mo);
+    std::uint64_t slack = 0;
+    for (std::size_t i = 0; i < k_component_count; ++i) {
+      std::uint64_t part = share(rounding[i], live[i], r.components[i]);
+      if (i == idx(Component::transient)) part = mo.transient.tally().rounding;
+      if (i == idx(Component::activations) && mo.activation_rounding) part = *mo.activation_rounding;
+      slack = checked_add(slack, part);
+    }
+    r.peak_reserved = std::max(r.peak_reserved, checked_add(r.phase_totals[p], slack));
+  }
+  r.allocator_slack = r.peak_reserved - r.peak_allocated;
   r.peak_device = checked_add(r.peak_reserved, r.components[idx(Component::runtime_overhead)]);
   for (std::uint64_t v : r.components) r.sum = checked_add(r.sum, v);
   return r;
