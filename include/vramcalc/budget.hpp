@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace vramcalc {
@@ -46,6 +47,9 @@ struct Node {
   std::uint64_t count = 1;  ///< identical instances summed here (e.g. 32 layers)
   std::string formula;      ///< leaf: the expression, e.g. "2·b·s·h"; sums: empty
   std::string source;       ///< leaf: where the formula comes from
+  /// leaf: the symbols of the formula with the values used ("b" = 4).
+  std::vector<std::pair<std::string, std::uint64_t>> inputs;
+  std::string section;  ///< leaf: the docs/formulas.md section that derives it
   std::vector<Node> children;
 };
 

@@ -3,7 +3,9 @@
 
 #include <string>
 
+#include "vramcalc/advise.hpp"
 #include "vramcalc/estimate.hpp"
+#include "vramcalc/fit.hpp"
 
 namespace vramcalc {
 
@@ -21,5 +23,45 @@ enum class Format : std::uint8_t { table, json, markdown, csv };
 
 [[nodiscard]] std::string render_markdown(const PlanResult& plan);
 [[nodiscard]] std::string render_csv(const PlanResult& plan);
+
+/// --explain: every leaf of the breakdown with its bytes, formula, the
+/// inputs it used and its source, so each number can be checked by hand.
+[[nodiscard]] std::string render_explain(const PlanResult& plan);
+
+/// One column of `vramcalc compare`.
+struct CompareColumn {
+  std::string label;                                          ///< "zero=3 batch=8", or the plan file's name
+  std::vector<std::pair<std::string, std::string>> settings;  ///< the swept settings, as given
+  PlanResult plan;
+};
+
+/// Components as rows, configs as columns, deltas against the first column;
+/// json is "vramcalc.compare/1".
+[[nodiscard]] std::string render_compare(const std::vector<CompareColumn>& columns, Format format);
+
+/// Everything `vramcalc advise` reports.
+struct AdviseReport {
+  PlanResult plan;  ///< the plan as given
+  Advice advice;
+  std::optional<PlanResult> combined;  ///< the plan with the combination applied
+  std::string limit_text;
+};
+
+/// table, json ("vramcalc.advise/1") or markdown.
+[[nodiscard]] std::string render_advise(const AdviseReport& report, Format format);
+
+/// Everything `vramcalc fit` reports.
+struct FitReport {
+  PlanRequest request;   ///< the base request; the searched setting is replaced
+  bool catalog = false;  ///< --for gpu: `needs` is set; otherwise `result`
+  std::optional<FitResult> result;
+  std::vector<GpuNeed> needs;
+  std::optional<Gpu> gpu;         ///< the GPU of a knob search, if any
+  std::uint64_t limit_bytes = 0;  ///< what "fits" meant for a knob search
+  std::string limit_text;         ///< how the limit was set: "capacity of h100-80gb less 10% headroom"
+};
+
+/// table, json ("vramcalc.fit/1") or markdown; `explain` adds both budgets.
+[[nodiscard]] std::string render_fit(const FitReport& report, Format format, bool explain);
 
 }  // namespace vramcalc

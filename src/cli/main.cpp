@@ -27,9 +27,16 @@ int main(int argc, char** argv) {
   app.allow_extras();
   app.footer(
       "Run `vramcalc plan --help` for the workload flags.\n"
-      "Exit codes: 0 ok; 1 does not fit (plan --check); 2 bad input or usage; 3 internal error.");
+      "Exit codes: 0 ok; 1 does not fit (a plan gate is crossed, or fit finds nothing);\n"
+      "2 bad input or usage; 3 internal error.");
   PlanOptions plan_opts;
   CLI::App* plan = setup_plan(app, plan_opts);
+  CompareOptions compare_opts;
+  CLI::App* compare = setup_compare(app, compare_opts);
+  AdviseOptions advise_opts;
+  CLI::App* advise = setup_advise(app, advise_opts);
+  FitOptions fit_opts;
+  CLI::App* fit = setup_fit(app, fit_opts);
   CLI::App* models = setup_models(app);
   CLI::App* gpus = setup_gpus(app);
   try {
@@ -41,6 +48,28 @@ int main(int argc, char** argv) {
       }
       return run_plan(plan_opts);
     }
+    if (compare->parsed()) {
+      reject_extras(*compare);
+      if (compare_opts.models.empty()) {
+        throw vramcalc::InputError("compare",
+                                   "missing MODEL: one model with --set KEY=V1,V2, or several plan files");
+      }
+      return run_compare(compare_opts);
+    }
+    if (advise->parsed()) {
+      reject_extras(*advise);
+      if (advise_opts.model.empty()) {
+        throw vramcalc::InputError("advise", "missing MODEL (a preset name, a config.json or a plan file)");
+      }
+      return run_advise(advise_opts);
+    }
+    if (fit->parsed()) {
+      reject_extras(*fit);
+      if (fit_opts.model.empty()) {
+        throw vramcalc::InputError("fit", "missing MODEL (a preset name, a config.json or a plan file)");
+      }
+      return run_fit(fit_opts);
+    }
     if (models->parsed()) {
       reject_extras(*models);
       return run_models();
@@ -51,13 +80,14 @@ int main(int argc, char** argv) {
     }
     // No command: name the likely one.
     const std::vector<std::string> rest = app.remaining();
-    const std::vector<std::string> commands = {"plan", "models", "gpus"};
+    const std::vector<std::string> commands = {"plan", "compare", "fit", "advise", "models", "gpus"};
     if (rest.empty()) {
-      throw vramcalc::InputError("", "missing command: plan, models or gpus (run \"vramcalc --help\")");
+      throw vramcalc::InputError(
+          "", "missing command: plan, compare, fit, advise, models or gpus (run \"vramcalc --help\")");
     }
     throw vramcalc::InputError(
-        "", fmt::format("unknown command \"{}\"{} (commands: plan, models, gpus)", rest.front(),
-                        vramcalc::io::did_you_mean(rest.front(), commands)));
+        "", fmt::format("unknown command \"{}\"{} (commands: plan, compare, fit, advise, models, gpus)",
+                        rest.front(), vramcalc::io::did_you_mean(rest.front(), commands)));
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return fail(e.what(), k_exit_bad_input);

@@ -1,14 +1,19 @@
 // vramcalc plan MODEL [flags]: the per-GPU memory budget.
-#include <cstdio>
-
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/estimate.hpp"
 #include "vramcalc/render.hpp"
+#include "vramcalc/svg.hpp"
 
 namespace vramcalc::cli {
+
+namespace {
+
+constexpr unsigned k_plan_features = k_with_explain | k_with_svg | k_with_gates | k_with_csv;
+
+}  // namespace
 
 CLI::App* setup_plan(CLI::App& app, PlanOptions& opts) {
   CLI::App* cmd = app.add_subcommand("plan", "Per-GPU memory budget of a model under a workload");
@@ -17,68 +22,56 @@ CLI::App* setup_plan(CLI::App& app, PlanOptions& opts) {
                   "with \"model\" and \"workload\"")
       ->type_name("");
   add_workload_flags(*cmd, opts.workload);
-  cmd->add_flag("--check", opts.check, "exit 1 when the plan does not fit the GPU (needs --gpu or --gpu-mem)")
-      ->group("Output");
-  cmd->add_flag("--json", opts.json, "same as --format json")->group("Output");
-  cmd->add_option("--format", opts.format, "table | json | markdown | csv (default table)")
-      ->type_name("")
-      ->group("Output");
+  add_output_flags(*cmd, opts.out, k_plan_features);
   cmd->footer(
       "Examples:\n"
       "  vramcalc plan llama-3.1-8b --mode train --batch 4 --seq 4096 --gpu h100-80gb\n"
       "  vramcalc plan qwen2.5-7b --batch 16 --seq 8192 --kv-dtype fp8 --gpu l40s --check\n"
       "  vramcalc plan path/to/config.json --mode train --zero 3 --dp 8 --json\n"
+      "  vramcalc plan plan.json --gpu h100-80gb --min-headroom 10% --format markdown   # a CI gate\n"
       "\n"
       "Flags override a plan file's \"workload\" object. Sizes: GiB = 2^30 bytes, GB = 10^9.\n"
       "Peaks: allocated = tensors (torch.cuda.max_memory_allocated); reserved = + allocator\n"
       "rounding; device = + runtime overhead (what nvidia-smi shows).\n"
-      "Exit codes: 0 ok; 1 does not fit (with --check); 2 bad input or usage; 3 internal error.");
+      "Exit codes: 0 ok; 1 a gate is crossed (--check, --max-device, --min-headroom);\n"
+      "2 bad input or usage; 3 internal error.");
   cmd->allow_extras();
   return cmd;
 }
 
-namespace {
-
-Format parse_format(const PlanOptions& opts) {
-  if (opts.format.empty()) return opts.json ? Format::json : Format::table;
-  Format f = Format::table;
-  if (opts.format == "table") {
-    f = Format::table;
-  } else if (opts.format == "json") {
-    f = Format::json;
-  } else if (opts.format == "markdown") {
-    f = Format::markdown;
-  } else if (opts.format == "csv") {
-    f = Format::csv;
-  } else {
-    throw InputError("--format", fmt::format("unknown value \"{}\" (choose from table, json, markdown, csv)",
-                                             opts.format));
-  }
-  if (opts.json && f != Format::json)
-    throw InputError("--json", fmt::format("contradicts --format {}", opts.format));
-  return f;
-}
-
-}  // namespace
-
-int run_plan(const PlanOptions& opts) {
-  const Format format = parse_format(opts);
-  const WorkloadInput flags = workload_from_flags(opts.workload);
-  PlanRequest request = load_plan(opts.model, flags);
-  if (opts.check && !request.gpu)
-    throw InputError("--check", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
-  PlanResult result;
+PlanResult checked_plan(PlanRequest request, const std::string& model_arg) {
   try {
-    result = plan(request);
+    return plan(request);
   } catch (const OverflowError& e) {
     const Workload& w = request.workload;
-    throw InputError(opts.model, fmt::format("with batch {} and seq {}, byte counts exceed 64 bits ({})",
-                                             w.batch, w.seq, e.what()));
+    throw InputError(model_arg, fmt::format("with batch {} and seq {}, byte counts exceed 64 bits ({})",
+                                            w.batch, w.seq, e.what()));
   }
-  const std::string text = render(result, format);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  if (opts.check && result.fit && !result.fit->fits) return k_exit_does_not_fit;
-  return k_exit_ok;
+}
+
+void check_gate_inputs(const OutputOptions& out, const std::optional<Gpu>& gpu) {
+  if (out.check && !gpu) throw InputError("--check", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
+  if (out.min_headroom_opt != nullptr && out.min_headroom_opt->count() > 0 && !gpu) {
+    throw InputError("--min-headroom", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
+  }
+}
+
+int run_plan(const PlanOptions& opts) {
+  const Format format = parse_format(opts.out, k_plan_features);
+  const Limits limits = parse_limits(opts.out);
+  const WorkloadInput flags = workload_from_flags(opts.workload);
+  PlanRequest request = load_plan(opts.model, flags);
+  check_gate_inputs(opts.out, request.gpu);
+  const PlanResult result = checked_plan(std::move(request), opts.model);
+  if (!opts.out.svg.empty()) {
+    write_output_file(opts.out.svg, render_svg_bars({SvgBar{result.request.model.name, &result}}), "--svg");
+  }
+  std::string text = render(result, format);
+  if (opts.out.explain) {
+    text += format == Format::json ? "" : render_explain(result);
+  }
+  print(text);
+  return report_gates(result.budget, result.request.gpu, opts.out, limits, "");
 }
 
 }  // namespace vramcalc::cli

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/arith.hpp"
+#include "core/explain.hpp"
 #include "core/inventory.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
@@ -450,7 +451,9 @@ Branch overhead_branch(const Workload& w, Detail detail) {
       return LeafText{"cublas_workspaces",
                       w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)"
                                             : "cuBLAS workspace",
-                      "per handle and stream", "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+                      fmt::format("{} B per handle and stream (cublas_workspace_bytes of the GPU's arch)",
+                                  w.cublas_workspace),
+                      "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
     });
   }
   return out;
@@ -822,6 +825,7 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   b.peak_reserved = r.peak_reserved;
   b.peak_device = r.peak_device;
   b.sum = r.sum;
+  core::annotate(b, m, w, count_parameters(m));
   return b;
 }
 

@@ -93,7 +93,7 @@ Branch state_branch(const StateParts& parts, std::uint64_t ranks, std::string_vi
       out.leaf(bytes_for(shard_elements(total, ranks), t), 1, [&] {
         return LeafText{fmt::format("shard_{}", name_of(t)),
                         fmt::format("this rank's shard: ⌈{} / {}⌉ elements", total, ranks),
-                        fmt::format("⌈elements / N⌉ × {} B ({})", bits_of(t) / 8, name_of(t)),
+                        fmt::format("⌈{} / N⌉ × {} B ({})", total, bits_of(t) / 8, name_of(t)),
                         std::string(source)};
       });
     }

@@ -10,7 +10,10 @@ std::string checkpoint_text(const Checkpointing& c) {
 }
 
 std::string workload_line(const PlanResult& p) {
-  const Workload& w = p.request.workload;
+  return workload_line(p.request.workload);
+}
+
+std::string workload_line(const Workload& w) {
   if (w.mode == Mode::infer) {
     return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}",
                        w.batch, w.seq, name_of(w.dtype), name_of(w.kv_dtype), name_of(w.framework),
@@ -34,6 +37,15 @@ Component largest_at_peak(const Budget& b) {
     if (at_peak(b, c) > at_peak(b, best)) best = c;
   }
   return best;
+}
+
+std::string join_names(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " and " : ", ";
+    out += names[i];
+  }
+  return out;
 }
 
 std::string percent(std::uint64_t part, std::uint64_t whole) {

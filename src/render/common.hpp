@@ -13,12 +13,16 @@ namespace vramcalc::render_detail {
 
 /// One line describing the workload: "train, batch 4 × seq 4096, bf16 amp, adamw, ...".
 [[nodiscard]] std::string workload_line(const PlanResult& p);
+[[nodiscard]] std::string workload_line(const Workload& w);
 
 /// A component's bytes live at the peak moment.
 [[nodiscard]] std::uint64_t at_peak(const Budget& b, Component c);
 
 /// The component holding the most bytes at the peak.
 [[nodiscard]] Component largest_at_peak(const Budget& b);
+
+/// "a, b and c".
+[[nodiscard]] std::string join_names(const std::vector<std::string>& names);
 
 /// Percentage with one decimal: "12.3%".
 [[nodiscard]] std::string percent(std::uint64_t part, std::uint64_t whole);

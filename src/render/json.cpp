@@ -1,6 +1,6 @@
 // JSON output, schema "vramcalc.plan/1". Fields may be added; the meaning
 // of an existing field never changes without a new schema version.
-#include <nlohmann/json.hpp>
+#include "render/json.hpp"
 
 #include "render/common.hpp"
 #include "vramcalc/render.hpp"
@@ -9,7 +9,7 @@ namespace vramcalc {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using render_detail::json;
 
 json node_json(const Node& n) {
   json j;
@@ -19,6 +19,12 @@ json node_json(const Node& n) {
   if (n.count != 1) j["count"] = n.count;
   if (!n.formula.empty()) j["formula"] = n.formula;
   if (!n.source.empty()) j["source"] = n.source;
+  if (!n.inputs.empty()) {
+    json inputs = json::object();
+    for (const auto& [symbol, value] : n.inputs) inputs[symbol] = value;
+    j["inputs"] = std::move(inputs);
+  }
+  if (!n.section.empty()) j["section"] = n.section;
   if (!n.children.empty()) {
     json kids = json::array();
     for (const Node& c : n.children) kids.push_back(node_json(c));
@@ -78,7 +84,16 @@ json workload_json(const PlanResult& p) {
 
 }  // namespace
 
-std::string render_json(const PlanResult& p) {
+namespace render_detail {
+
+json gpu_json(const Gpu& g) {
+  return {{"name", g.id},
+          {"description", g.name},
+          {"capacity_bytes", g.capacity_bytes},
+          {"capacity_source", g.source}};
+}
+
+json plan_json(const PlanResult& p) {
   const Budget& b = p.budget;
   json j;
   j["schema"] = "vramcalc.plan/1";
@@ -130,7 +145,13 @@ std::string render_json(const PlanResult& p) {
   for (const auto& [what, why] : b.assumptions) assumptions[what] = why;
   j["assumptions"] = std::move(assumptions);
   j["notes"] = b.notes;
-  return j.dump(2) + "\n";
+  return j;
+}
+
+}  // namespace render_detail
+
+std::string render_json(const PlanResult& p) {
+  return render_detail::plan_json(p).dump(2) + "\n";
 }
 
 }  // namespace vramcalc

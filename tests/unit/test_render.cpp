@@ -1,11 +1,9 @@
 // Renderers: the JSON contract (schema vramcalc.plan/1) and the table.
-#include <fstream>
-#include <sstream>
-
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
+#include "schema_check.hpp"
 #include "vramcalc/render.hpp"
 
 using namespace vramcalc;
@@ -14,29 +12,10 @@ using nlohmann::json;
 namespace {
 
 json schema() {
-  std::ifstream in(std::string(VRAMCALC_SOURCE_DIR) + "/docs/schema/plan-output.schema.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
+  return test::load_schema("plan-output.schema.json");
 }
 
-// Checks the schema's "required" keys and simple types, recursively through
-// "properties" (a small subset of JSON Schema: enough to keep the document
-// and the output in step).
-void check_required(const json& s, const json& value, const std::string& path) {
-  if (s.contains("required") && value.is_object()) {
-    for (const auto& key : s["required"]) {
-      INFO(path << "/" << key.get<std::string>());
-      CHECK(value.contains(key.get<std::string>()));
-    }
-  }
-  if (s.contains("properties") && value.is_object()) {
-    for (const auto& [key, sub] : s["properties"].items()) {
-      if (value.contains(key)) check_required(sub, value[key], path + "/" + key);
-    }
-  }
-  if (s.contains("const")) CHECK(value == s["const"]);
-}
+using test::check_required;
 
 json plan_json(const std::string& preset,
                std::initializer_list<std::pair<std::string, std::string>> settings) {

@@ -1,0 +1,58 @@
+// advise(): which lever frees the most memory, and at what cost.
+//
+// Each lever is one change to the workload that the seeds' articles discuss
+// (flash attention, activation checkpointing, the next ZeRO stage, an 8-bit
+// optimizer, a smaller micro-batch with gradient accumulation, 16-bit
+// states without a master copy, fp8 KV cache or weights when serving). Each
+// is evaluated alone against the plan, and the smallest combination that
+// fits is searched for. Costs are cited figures, not modelled.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vramcalc/estimate.hpp"
+
+namespace vramcalc {
+
+/// One lever applied alone.
+struct Lever {
+  std::string name;   ///< "checkpoint=full", "zero=3", "batch=2 ×4 accumulation"
+  std::string group;  ///< levers of one group exclude each other: "checkpoint"
+  std::vector<std::pair<std::string, std::string>> settings;  ///< workload keys and values it sets
+  std::string what;                                           ///< for people
+  std::string cost;                                           ///< with a figure
+  std::string source;                                         ///< of the cost figure
+  std::uint32_t cost_rank = 0;  ///< 0 free … 9 expensive; orders ties in combinations
+  Workload workload;            ///< the plan's workload with the lever applied
+  std::uint64_t peak_device = 0;
+  std::int64_t bytes_saved = 0;  ///< plan peak − lever peak (negative: it costs memory)
+  bool fits = false;
+};
+
+/// The fewest levers that together fit, cheapest first among equals.
+struct Combination {
+  std::vector<std::string> levers;  ///< lever names
+  std::vector<std::pair<std::string, std::string>> settings;
+  Workload workload;
+  std::uint64_t peak_device = 0;
+  bool fits = false;
+};
+
+struct Advice {
+  std::uint64_t limit_bytes = 0;
+  std::uint64_t peak_device = 0;  ///< of the plan as given
+  std::vector<Lever> levers;      ///< sorted by bytes_saved, largest first
+  /// The smallest fitting combination; when none fits, all levers together.
+  std::optional<Combination> combination;
+  /// Levers the articles discuss that do not apply here, and why.
+  std::vector<std::pair<std::string, std::string>> not_applicable;
+  std::uint64_t evaluations = 0;
+};
+
+/// Levers for the request under a device-memory limit.
+[[nodiscard]] Advice advise(const PlanRequest& request, std::uint64_t limit);
+
+}  // namespace vramcalc

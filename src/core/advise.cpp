@@ -1,0 +1,325 @@
+// advise(): levers, each evaluated alone, then the smallest combination that
+// fits (include/vramcalc/advise.hpp).
+//
+// Cost figures and their sources:
+//  - FlashAttention: Dao et al. 2022, "FlashAttention: Fast and
+//    Memory-Efficient Exact Attention with IO-Awareness", abstract: exact
+//    attention, 3× faster GPT-2 training at sequence length 1K.
+//  - Recomputation: Korthikanti et al. 2022, "Reducing Activation
+//    Recomputation in Large Transformer Models", Table 4 (22B GPT, time per
+//    layer): full recompute +39%, selective recompute +7%.
+//  - ZeRO: Rajbhandari et al. 2020, §7.2: stages 1 and 2 move 2Ψ per step,
+//    as DDP's all-reduce does; stage 3 moves 3Ψ, 1.5× DDP.
+//  - 8-bit optimizer states: Dettmers et al. 2022, "8-bit Optimizers via
+//    Block-wise Quantization", abstract: 32-bit optimizer performance kept
+//    on the benchmarks studied, without changing hyperparameters.
+//  - 16-bit states without a master copy: Micikevicius et al. 2018, "Mixed
+//    Precision Training", §3.1: an fp32 master copy keeps updates that are
+//    too small for a 16-bit weight.
+#include "vramcalc/advise.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "vramcalc/error.hpp"
+#include "vramcalc/fit.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+std::uint64_t peak_of(const ModelSpec& m, const Workload& w, std::uint64_t& evaluations) {
+  ++evaluations;
+  try {
+    return estimate_totals(m, w).peak_device;
+  } catch (const OverflowError&) {
+    return UINT64_MAX;
+  }
+}
+
+std::int64_t saved(std::uint64_t before, std::uint64_t after) {
+  constexpr auto max = static_cast<std::uint64_t>(INT64_MAX);
+  return after <= before ? static_cast<std::int64_t>(std::min(before - after, max))
+                         : -static_cast<std::int64_t>(std::min(after - before, max));
+}
+
+// A lever before evaluation: how it changes a workload.
+struct Candidate {
+  Lever lever;
+  std::function<void(Workload&)> apply;
+};
+
+void add(std::vector<Candidate>& out, std::string group, std::string name,
+         std::vector<std::pair<std::string, std::string>> settings, std::string what, std::string cost,
+         std::string source, std::uint32_t rank, std::function<void(Workload&)> apply) {
+  Lever l;
+  l.name = std::move(name);
+  l.group = std::move(group);
+  l.settings = std::move(settings);
+  l.what = std::move(what);
+  l.cost = std::move(cost);
+  l.source = std::move(source);
+  l.cost_rank = rank;
+  out.push_back({std::move(l), std::move(apply)});
+}
+
+constexpr const char* k_korthikanti =
+    "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, Table 4";
+constexpr const char* k_zero = "Rajbhandari et al. 2020, ZeRO, §7.2";
+
+void checkpoint_levers(const Workload& w, std::uint64_t layers, std::vector<Candidate>& out) {
+  const CheckpointKind k = w.checkpoint.kind;
+  if (k == CheckpointKind::full) return;
+  if (w.framework == Framework::megatron && k == CheckpointKind::none) {
+    add(out, "checkpoint", "checkpoint=selective", {{"checkpoint", "selective"}},
+        "recompute the attention core in backward instead of keeping its softmax and dropout outputs",
+        "+7% time per layer (22B GPT)", k_korthikanti, 2, [](Workload& x) {
+          x.checkpoint = {CheckpointKind::selective, 0};
+        });
+  }
+  for (std::uint64_t every : {std::uint64_t{4}, std::uint64_t{2}}) {
+    const bool finer = k == CheckpointKind::none || k == CheckpointKind::selective ||
+                       (k == CheckpointKind::every && w.checkpoint.every > every);
+    if (!finer || every >= layers) continue;
+    add(out, "checkpoint", fmt::format("checkpoint=every:{}", every),
+        {{"checkpoint", fmt::format("every:{}", every)}},
+        fmt::format("keep only the input of every {}th layer and recompute those layers in backward", every),
+        fmt::format("about +{}% time per step: 1/{} of the layers pay full recomputation's +39%", 39 / every,
+                    every),
+        k_korthikanti, every == 4 ? 3 : 4, [every](Workload& x) {
+          x.checkpoint = {CheckpointKind::every, every};
+        });
+  }
+  add(out, "checkpoint", "checkpoint=full", {{"checkpoint", "full"}},
+      "keep only each layer's input and recompute the layer in backward",
+      "+39% time per layer (22B GPT): one extra forward pass", k_korthikanti, 5, [](Workload& x) {
+        x.checkpoint = {CheckpointKind::full, 0};
+      });
+}
+
+void zero_levers(const Workload& w, std::vector<Candidate>& out,
+                 std::vector<std::pair<std::string, std::string>>& not_applicable) {
+  if (w.zero >= 3) return;
+  if (w.dp <= 1) {
+    not_applicable.emplace_back("zero",
+                                "ZeRO/FSDP shard states across data-parallel ranks and --dp is 1; "
+                                "`vramcalc fit --for gpus` finds how many ranks fit");
+    return;
+  }
+  for (std::uint32_t stage = w.zero + 1; stage <= 3; ++stage) {
+    const std::string cost =
+        stage == 3 ? "1.5× DDP's communication per step (3Ψ instead of 2Ψ), and each layer waits for its "
+                     "all-gather unless prefetched"
+                   : "no extra communication: 2Ψ per step, as DDP's all-reduce";
+    const std::string what = stage == 1   ? "shard optimizer states and master weights across the ranks"
+                             : stage == 2 ? "also shard gradients across the ranks"
+                                          : "also shard the weights, gathering each layer when it runs";
+    add(out, "zero", fmt::format("zero={}", stage), {{"zero", std::to_string(stage)}}, what, cost, k_zero,
+        stage == 3 ? 4 : 1, [stage](Workload& x) { x.zero = stage; });
+  }
+}
+
+std::vector<Candidate> candidates(const PlanRequest& r,
+                                  std::vector<std::pair<std::string, std::string>>& na) {
+  const Workload& w = r.workload;
+  std::vector<Candidate> out;
+  if (w.attention == AttentionImpl::eager) {
+    add(out, "attention", "attention=flash", {{"attention", "flash"}},
+        "a fused attention kernel that keeps per-row softmax statistics instead of the score matrices",
+        "none: exact attention, and faster (3× for GPT-2 training at 1K tokens)",
+        "Dao et al. 2022, FlashAttention, abstract", 0,
+        [](Workload& x) { x.attention = AttentionImpl::flash; });
+  }
+  if (w.mode == Mode::train) {
+    checkpoint_levers(w, r.model.num_layers, out);
+    zero_levers(w, out, na);
+    if (w.optimizer == Optimizer::adamw || w.optimizer == Optimizer::adam) {
+      add(out, "optimizer", "optimizer=adamw-8bit", {{"optimizer", "adamw-8bit"}},
+          "bitsandbytes 8-bit AdamW: block-wise quantised optimizer states",
+          "32-bit Adam's results kept on the paper's benchmarks; a new dependency (bitsandbytes)",
+          "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization, abstract", 1,
+          [](Workload& x) { x.optimizer = Optimizer::adamw_8bit; });
+    }
+    if (w.precision != Precision::pure) {
+      add(out, "precision", "precision=pure",
+          w.precision == Precision::fp32
+              ? std::vector<std::pair<std::string, std::string>>{{"precision", "pure"}, {"dtype", "bf16"}}
+              : std::vector<std::pair<std::string, std::string>>{{"precision", "pure"}},
+          "16-bit weights, gradients and optimizer states, no fp32 master copy",
+          "updates smaller than a 16-bit weight's rounding step are lost; the fp32 master copy exists to "
+          "keep them",
+          "Micikevicius et al. 2018, Mixed Precision Training, §3.1", 6, [](Workload& x) {
+            x.precision = Precision::pure;
+            if (x.dtype == DType::fp32) x.dtype = DType::bf16;
+          });
+    }
+    na.emplace_back("chunked cross-entropy",
+                    "not modelled yet: the logits and loss buffers are counted whole");
+    na.emplace_back("LoRA / QLoRA", "not modelled yet");
+  } else {
+    if (w.kv_dtype != DType::fp8 && w.kv_dtype != DType::fp32) {
+      add(out, "kv", "kv-dtype=fp8", {{"kv_dtype", "fp8"}}, "store the KV cache in fp8 (1 byte per element)",
+          "1 byte instead of 2 per element; the engine must support fp8 attention (vLLM, TensorRT-LLM)",
+          "vLLM docs, Quantized KV Cache (fp8 e4m3)", 2, [](Workload& x) { x.kv_dtype = DType::fp8; });
+    }
+    if (w.dtype != DType::fp8) {
+      add(out, "weights", "dtype=fp8", {{"dtype", "fp8"}}, "fp8 weights, dequantised per matmul",
+          "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
+          "vramcalc weight_bytes (docs/formulas.md, Weights)", 3, [](Workload& x) { x.dtype = DType::fp8; });
+    }
+    na.emplace_back("weight quantization (GPTQ, AWQ, NF4, GGUF)", "not modelled yet");
+  }
+  return out;
+}
+
+// The largest micro-batch below the plan's that fits, with accumulation.
+std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, std::uint64_t& evaluations) {
+  const Workload& w = r.workload;
+  if (w.batch <= 1) return std::nullopt;
+  Workload one = w;
+  one.batch = 1;
+  FitSearch s = fit_search(r.model, one, FitKnob::batch, limit);
+  evaluations += s.evaluations;
+  std::uint64_t b = s.answer ? std::min(*s.answer, w.batch - 1) : 1;
+  const std::uint64_t steps = ceil_div(w.batch, b);
+  b = ceil_div(w.batch, steps);  // the same number of steps with balanced micro-batches
+  Candidate c;
+  const bool train = w.mode == Mode::train;
+  c.lever.name = train ? fmt::format("batch={} ×{} accumulation", b, steps) : fmt::format("batch={}", b);
+  c.lever.group = "batch";
+  c.lever.settings = {{"batch", std::to_string(b)}};
+  c.lever.what = train ? fmt::format(
+                             "micro-batch {} with {} gradient-accumulation steps: the same {} sequences "
+                             "per optimizer step",
+                             b, steps, w.batch)
+                       : fmt::format("serve {} sequences at once instead of {}", b, w.batch);
+  c.lever.cost = train ? fmt::format(
+                             "{} forward/backward passes of {} instead of one of {}; the update is the "
+                             "same, smaller matmuls use the GPU less efficiently",
+                             steps, b, w.batch)
+                       : fmt::format("{}% of the concurrent sequences", b * 100 / w.batch);
+  c.lever.source = train ? "PyTorch autograd: backward() adds into .grad, so micro-batch gradients sum"
+                         : "vramcalc (KV cache and working set scale with the batch)";
+  c.lever.cost_rank = 5;
+  c.apply = [b](Workload& x) { x.batch = std::min(x.batch, b); };
+  return c;
+}
+
+}  // namespace
+
+Advice advise(const PlanRequest& r, std::uint64_t limit) {
+  Advice out;
+  out.limit_bytes = limit;
+  const ModelSpec& m = r.model;
+  out.peak_device = peak_of(m, r.workload, out.evaluations);
+  std::vector<Candidate> cands = candidates(r, out.not_applicable);
+  if (auto mb = micro_batch(r, limit, out.evaluations)) cands.push_back(std::move(*mb));
+
+  for (Candidate& c : cands) {
+    Lever l = c.lever;
+    l.workload = r.workload;
+    c.apply(l.workload);
+    l.peak_device = peak_of(m, l.workload, out.evaluations);
+    l.bytes_saved = saved(out.peak_device, l.peak_device);
+    l.fits = l.peak_device <= limit;
+    out.levers.push_back(std::move(l));
+  }
+  // Sort by bytes saved, largest first; ties by cost, then name.
+  std::vector<std::size_t> order(out.levers.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Lever& x = out.levers[a];
+    const Lever& y = out.levers[b];
+    if (x.bytes_saved != y.bytes_saved) return x.bytes_saved > y.bytes_saved;
+    return x.cost_rank < y.cost_rank;
+  });
+  std::vector<Lever> sorted;
+  std::vector<Candidate> sorted_cands;
+  for (std::size_t i : order) {
+    sorted.push_back(out.levers[i]);
+    sorted_cands.push_back(cands[i]);
+  }
+  out.levers = std::move(sorted);
+  cands = std::move(sorted_cands);
+
+  // Combinations: one option per group, fewest levers first; among equals
+  // the lowest summed cost rank, then the lowest peak. Only levers that save
+  // memory take part.
+  std::vector<std::string> groups;
+  for (const Candidate& c : cands) {
+    if (std::find(groups.begin(), groups.end(), c.lever.group) == groups.end())
+      groups.push_back(c.lever.group);
+  }
+  std::vector<std::vector<std::size_t>> options(groups.size());
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    if (out.levers[i].bytes_saved <= 0) continue;
+    const auto g = static_cast<std::size_t>(std::find(groups.begin(), groups.end(), cands[i].lever.group) -
+                                            groups.begin());
+    options[g].push_back(i);
+  }
+  std::optional<Combination> best;
+  std::uint32_t best_rank = 0;
+  std::vector<std::size_t> chosen;  // lever indices
+  // Depth-first over groups, bounded by the size being searched.
+  std::function<void(std::size_t, std::size_t)> visit = [&](std::size_t g, std::size_t left) {
+    if (left == 0 || g == groups.size()) {
+      if (left != 0) return;
+      Workload w = r.workload;
+      std::uint32_t rank = 0;
+      for (std::size_t i : chosen) {
+        cands[i].apply(w);
+        rank += cands[i].lever.cost_rank;
+      }
+      const std::uint64_t peak = peak_of(m, w, out.evaluations);
+      if (peak > limit) return;
+      if (best && (rank > best_rank || (rank == best_rank && peak >= best->peak_device))) return;
+      Combination c;
+      for (std::size_t i : chosen) {
+        c.levers.push_back(cands[i].lever.name);
+        for (const auto& s : cands[i].lever.settings) c.settings.push_back(s);
+      }
+      c.workload = w;
+      c.peak_device = peak;
+      c.fits = true;
+      best = std::move(c);
+      best_rank = rank;
+      return;
+    }
+    visit(g + 1, left);  // skip this group
+    for (std::size_t i : options[g]) {
+      chosen.push_back(i);
+      visit(g + 1, left - 1);
+      chosen.pop_back();
+    }
+  };
+  if (out.peak_device <= limit) {
+    // It fits as it is: no lever is needed.
+    best = Combination{{}, {}, r.workload, out.peak_device, true};
+  }
+  for (std::size_t size = 1; size <= groups.size() && !best; ++size) visit(0, size);
+  if (!best) {
+    // Nothing fits: report every group's strongest lever together.
+    Combination c;
+    Workload w = r.workload;
+    for (const auto& opts : options) {
+      if (opts.empty()) continue;
+      std::size_t strongest = opts.front();
+      for (std::size_t i : opts) {
+        if (out.levers[i].bytes_saved > out.levers[strongest].bytes_saved) strongest = i;
+      }
+      cands[strongest].apply(w);
+      c.levers.push_back(cands[strongest].lever.name);
+      for (const auto& s : cands[strongest].lever.settings) c.settings.push_back(s);
+    }
+    c.workload = w;
+    c.peak_device = peak_of(m, w, out.evaluations);
+    c.fits = c.peak_device <= limit;
+    if (!c.levers.empty()) best = std::move(c);
+  }
+  out.combination = std::move(best);
+  return out;
+}
+
+}  // namespace vramcalc

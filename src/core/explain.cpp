@@ -1,0 +1,133 @@
+// --explain: every leaf of a breakdown gets the values of the symbols its
+// formula uses and the docs/formulas.md section that derives it, so each
+// number can be checked by hand (core/explain.hpp).
+#include "core/explain.hpp"
+
+#include <array>
+#include <cctype>
+#include <string_view>
+
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+struct Symbols {
+  const ModelSpec& m;
+  const Workload& w;
+  const ParameterCount& pc;
+};
+
+// The value of one symbol of the expressions (docs/formulas.md, "Symbols"),
+// in the context of a leaf (`leaf_id` tells prefill from decode).
+std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, std::string_view leaf_id) {
+  const bool decode = leaf_id.starts_with("decode.");
+  if (name == "b") return x.w.batch;
+  if (name == "s") return x.w.seq;
+  if (name == "t") return decode ? 1 : x.w.seq;  // new tokens: the prompt, or one
+  if (name == "c") return x.w.seq;               // positions attended over
+  if (name == "h") return x.m.hidden_size;
+  if (name == "a") return x.m.num_attention_heads;
+  if (name == "k") return x.m.num_key_value_heads;
+  if (name == "d") return x.m.head_dim;
+  if (name == "I") return x.m.intermediate_size;
+  if (name == "V" || name == "v") return x.m.vocab_size;
+  if (name == "L" || name == "layers") return x.m.num_layers;
+  if (name == "window") return x.m.sliding_window;
+  if (name == "P") return x.pc.total;
+  if (name == "N") return x.w.dp;
+  if (name == "layer parameters") return x.pc.per_layer;
+  if (name == "non-layer parameters") return x.pc.total - x.pc.layers;
+  if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
+  if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
+  return std::nullopt;
+}
+
+// Multi-word symbols, matched before single identifiers.
+constexpr std::array<std::string_view, 4> k_phrases = {"non-layer parameters", "layer parameters", "KV bytes",
+                                                       "gradient bytes"};
+
+bool is_letter(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0;
+}
+
+void add_input(Node& leaf, std::string_view name, std::uint64_t value) {
+  for (const auto& [n, v] : leaf.inputs) {
+    if (n == name) return;
+  }
+  leaf.inputs.emplace_back(std::string(name), value);
+}
+
+// The symbols of a formula's expression: the text before " × N B (dtype)".
+void annotate_leaf(Node& leaf, const Symbols& x) {
+  std::string_view f = leaf.formula;
+  const std::size_t width = f.find(" B (");
+  if (width != std::string_view::npos) f = f.substr(0, f.rfind(" × ", width));
+  std::string text(f);
+  for (std::string_view phrase : k_phrases) {
+    for (std::size_t at = text.find(phrase); at != std::string::npos; at = text.find(phrase)) {
+      // "layer parameters" inside "non-layer parameters" was taken first.
+      if (auto v = value_of(phrase, x, leaf.id)) add_input(leaf, phrase, *v);
+      text.replace(at, phrase.size(), std::string(phrase.size(), ' '));
+    }
+  }
+  for (std::size_t i = 0; i < text.size();) {
+    if (!is_letter(text[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && is_letter(text[j])) ++j;
+    const std::string_view name(text.data() + i, j - i);
+    if (auto v = value_of(name, x, leaf.id)) add_input(leaf, name, *v);
+    i = j;
+  }
+}
+
+void walk(Node& n, const Symbols& x, std::string_view section) {
+  if (n.children.empty()) {
+    if (n.formula.empty()) return;
+    annotate_leaf(n, x);
+    n.section = std::string(section);
+    return;
+  }
+  for (Node& c : n.children) walk(c, x, section);
+}
+
+// The docs/formulas.md heading (without its code spans) for a component.
+std::string_view section_of(Component c, const Workload& w) {
+  switch (c) {
+    case Component::weights:
+      return "Weights — weight_bytes";
+    case Component::gradients:
+      return "Gradients — gradient_bytes, ddp_bucket_bytes";
+    case Component::optimizer_states:
+      return "Optimizer states — optimizer_state_bytes";
+    case Component::master_weights:
+      return "Master weights — master_weight_bytes";
+    case Component::activations:
+      return w.framework == Framework::megatron ? "Activations: the megatron profile — megatron_profile"
+                                                : "Activations: the hf profile — hf_profile";
+    case Component::logits:
+      return "Logits";
+    case Component::kv_cache:
+      return "KV cache — kv_cache_bytes";
+    case Component::transient:
+      return w.mode == Mode::train ? "Transients" : "Inference working set";
+    case Component::runtime_overhead:
+      return "Runtime overhead — default_runtime_overhead, cublas_workspace_bytes";
+  }
+  return "";
+}
+
+}  // namespace
+
+void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterCount& pc) {
+  const Symbols x{m, w, pc};
+  for (std::size_t i = 0; i < b.breakdown.size(); ++i) {
+    walk(b.breakdown[i], x, section_of(static_cast<Component>(i), w));
+  }
+}
+
+}  // namespace vramcalc::core

@@ -1,0 +1,18 @@
+// Private to the core: the inputs and docs section of every breakdown leaf.
+#pragma once
+
+#include <optional>
+
+#include "vramcalc/budget.hpp"
+#include "vramcalc/model.hpp"
+#include "vramcalc/parameters.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc::core {
+
+/// Sets Node::inputs (each symbol of the leaf's formula with its value:
+/// b, s, h, a, k, d, I, V, t, c, window, P, N, "layer parameters", ...) and
+/// Node::section (the docs/formulas.md heading) on every leaf of `b`.
+void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterCount& pc);
+
+}  // namespace vramcalc::core
