@@ -144,20 +144,36 @@ std::string csv(const std::vector<CompareColumn>& cols) {
   return out;
 }
 
+// Each plan is rendered and released in turn, then spliced into the
+// document: one tree of 100 plans would cost more in allocation than the
+// whole estimate.
 std::string compare_json(const std::vector<CompareColumn>& cols) {
   json j;
   j["schema"] = "vramcalc.compare/1";
   json configs = json::array();
-  json results = json::array();
   for (const CompareColumn& c : cols) {
     json settings = json::object();
     for (const auto& [k, v] : c.settings) settings[k] = v;
     configs.push_back({{"label", c.label}, {"settings", std::move(settings)}});
-    results.push_back(render_detail::plan_json(c.plan));
   }
   j["configs"] = std::move(configs);
-  j["results"] = std::move(results);
-  return j.dump(2) + "\n";
+  j["results"] = json::array();
+  std::string out = j.dump(2);
+  const std::string empty = "[]\n}";
+  out.resize(out.size() - empty.size());  // reopen the results array
+  out += "[\n";
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    const std::string plan = render_detail::plan_json(cols[i].plan).dump(2);
+    // Indent the plan to its depth: two levels of two spaces.
+    out += "    ";
+    for (char ch : plan) {
+      out += ch;
+      if (ch == '\n') out += "    ";
+    }
+    out += i + 1 < cols.size() ? ",\n" : "\n";
+  }
+  out += "  ]\n}\n";
+  return out;
 }
 
 }  // namespace
