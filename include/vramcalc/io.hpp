@@ -59,6 +59,7 @@ struct Given {
 struct WorkloadInput {
   std::optional<Given<Mode>> mode;
   std::optional<Given<std::uint64_t>> batch;
+  std::optional<Given<std::uint64_t>> grad_accum;
   std::optional<Given<std::uint64_t>> seq;
   std::optional<Given<DType>> dtype;
   std::optional<Given<DType>> kv_dtype;

@@ -60,7 +60,10 @@ struct Dropout {
 
 struct Workload {
   Mode mode = Mode::infer;
-  std::uint64_t batch = 1;       ///< micro-batch per GPU; concurrent sequences when serving
+  std::uint64_t batch = 1;  ///< micro-batch per GPU; concurrent sequences when serving
+  /// Micro-batches per optimizer step (training). Above 1, gradients stay
+  /// allocated from the first backward through the next forward passes.
+  std::uint64_t grad_accum = 1;
   std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
   DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
   DType kv_dtype = DType::bf16;  ///< KV cache elements

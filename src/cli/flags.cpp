@@ -18,6 +18,9 @@ struct FlagSpec {
 constexpr FlagSpec k_flags[] = {
     {"mode", "--mode", "infer | train (default infer)"},
     {"batch", "--batch", "micro-batch per GPU; concurrent sequences when serving (default 1)"},
+    {"grad_accum", "--grad-accum",
+     "micro-batches per optimizer step (gradient accumulation); above 1, gradients stay allocated "
+     "through the next forward passes (default 1)"},
     {"seq", "--seq",
      "sequence length (train) or context length (infer) (default min(4096, the model's "
      "max_position_embeddings))"},

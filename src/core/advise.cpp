@@ -178,8 +178,11 @@ std::vector<Candidate> candidates(const PlanRequest& r,
 std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, std::uint64_t& evaluations) {
   const Workload& w = r.workload;
   if (w.batch <= 1) return std::nullopt;
+  // With accumulation the gradients stay live through the next forward
+  // passes: search the micro-batch with that cost counted.
   Workload one = w;
   one.batch = 1;
+  if (w.mode == Mode::train) one.grad_accum = std::max<std::uint64_t>(2, w.grad_accum);
   FitSearch s = fit_search(r.model, one, FitKnob::batch, limit);
   evaluations += s.evaluations;
   std::uint64_t b = s.answer ? std::min(*s.answer, w.batch - 1) : 1;
@@ -189,7 +192,9 @@ std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, 
   const bool train = w.mode == Mode::train;
   c.lever.name = train ? fmt::format("batch={} ×{} accumulation", b, steps) : fmt::format("batch={}", b);
   c.lever.group = "batch";
+  const std::uint64_t accum = checked_mul(steps, w.grad_accum);
   c.lever.settings = {{"batch", std::to_string(b)}};
+  if (train) c.lever.settings.emplace_back("grad_accum", std::to_string(accum));
   c.lever.what = train ? fmt::format(
                              "micro-batch {} with {} gradient-accumulation steps: the same {} sequences "
                              "per optimizer step",
@@ -203,7 +208,10 @@ std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, 
   c.lever.source = train ? "PyTorch autograd: backward() adds into .grad, so micro-batch gradients sum"
                          : "vramcalc (KV cache and working set scale with the batch)";
   c.lever.cost_rank = 5;
-  c.apply = [b](Workload& x) { x.batch = std::min(x.batch, b); };
+  c.apply = [b, accum, train](Workload& x) {
+    x.batch = std::min(x.batch, b);
+    if (train) x.grad_accum = accum;
+  };
   return c;
 }
 

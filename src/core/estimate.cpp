@@ -268,8 +268,12 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   const std::uint64_t grads = c[idx(Component::gradients)] - ddp_buckets;
   // Megatron keeps a contiguous gradient buffer for the whole run
   // (distributed/param_and_grad_buffer.py); PyTorch allocates .grad in
-  // backward and zero_grad(set_to_none=True) frees it after the step.
-  const bool grads_persist = w.framework == Framework::megatron;
+  // backward and zero_grad(set_to_none=True) frees it after the step. With
+  // gradient accumulation backward adds into the existing .grad, so from the
+  // second micro-batch on the gradients are live through forward too
+  // (torch.autograd accumulates into .grad; transformers Trainer calls
+  // zero_grad only after the optimizer step).
+  const bool grads_persist = w.framework == Framework::megatron || w.grad_accum > 1;
   base[idx(Component::gradients)] = checked_add(ddp_buckets, grads_persist ? grads : 0);
 
   const std::uint64_t acts = c[idx(Component::activations)];

@@ -161,14 +161,15 @@ std::string_view name_of(CheckpointKind c) {
 
 const std::vector<std::string>& workload_keys() {
   static const std::vector<std::string> keys = {
-      "mode",    "batch",      "seq", "dtype", "kv_dtype", "precision", "optimizer", "framework", "attention",
-      "dropout", "checkpoint", "dp",  "zero",  "fsdp",     "overhead",  "gpu",       "gpu_mem"};
+      "mode",      "batch",   "grad_accum", "seq", "dtype", "kv_dtype", "precision", "optimizer", "framework",
+      "attention", "dropout", "checkpoint", "dp",  "zero",  "fsdp",     "overhead",  "gpu",       "gpu_mem"};
   return keys;
 }
 
 void set_from_text(WorkloadInput& in, std::string_view key, std::string_view text, std::string origin) {
   if (key == "mode") return put(in.mode, parse_choice(k_modes, text, origin), origin);
   if (key == "batch") return put(in.batch, parse_integer(text, origin, true), origin);
+  if (key == "grad_accum") return put(in.grad_accum, parse_integer(text, origin, true), origin);
   if (key == "seq") return put(in.seq, parse_integer(text, origin, true), origin);
   if (key == "dtype") return put(in.dtype, parse_choice(k_dtypes, text, origin), origin);
   if (key == "kv_dtype") return put(in.kv_dtype, parse_choice(k_dtypes, text, origin), origin);
@@ -194,7 +195,7 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"batch", "seq", "dp", "zero"};
+  const std::vector<std::string> integer_keys = {"batch", "grad_accum", "seq", "dp", "zero"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -230,6 +231,7 @@ void take(std::optional<Given<T>>& base, const std::optional<Given<T>>& top) {
 void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.mode, top.mode);
   take(base.batch, top.batch);
+  take(base.grad_accum, top.grad_accum);
   take(base.seq, top.seq);
   take(base.dtype, top.dtype);
   take(base.kv_dtype, top.kv_dtype);
@@ -269,6 +271,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.checkpoint, "activation checkpointing");
   train_only(in.dropout, "dropout");
   train_only(in.zero, "ZeRO sharding");
+  train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (w.framework == Framework::megatron && !train) {
@@ -315,6 +318,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                "mixed-fp32-grads (its default), mixed or pure");
     }
     w.optimizer = pick(in.optimizer, Optimizer::adamw, "optimizer");
+    w.grad_accum = pick(in.grad_accum, std::uint64_t{1}, "grad_accum");
     w.checkpoint = pick(in.checkpoint, Checkpointing{}, "checkpoint");
     if (w.checkpoint.kind == CheckpointKind::selective && w.framework == Framework::hf) {
       conflict(in.checkpoint->origin,

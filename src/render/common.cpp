@@ -19,9 +19,11 @@ std::string workload_line(const Workload& w) {
                        w.batch, w.seq, name_of(w.dtype), name_of(w.kv_dtype), name_of(w.framework),
                        name_of(w.attention), w.dp);
   }
-  return fmt::format("train, batch {} × seq {}, {} {}, {}, {} ({} attention), checkpoint {}, dp {}, zero {}",
-                     w.batch, w.seq, name_of(w.dtype), name_of(w.precision), name_of(w.optimizer),
-                     name_of(w.framework), name_of(w.attention), checkpoint_text(w.checkpoint), w.dp, w.zero);
+  return fmt::format(
+      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}, dp {}, zero {}", w.batch,
+      w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "", name_of(w.dtype),
+      name_of(w.precision), name_of(w.optimizer), name_of(w.framework), name_of(w.attention),
+      checkpoint_text(w.checkpoint), w.dp, w.zero);
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

@@ -63,6 +63,7 @@ json workload_json(const PlanResult& p) {
   json j;
   j["mode"] = std::string(name_of(w.mode));
   j["batch"] = w.batch;
+  j["grad_accum"] = train ? json(w.grad_accum) : json(nullptr);
   j["seq"] = w.seq;
   j["dtype"] = std::string(name_of(w.dtype));
   j["kv_dtype"] = train ? json(nullptr) : json(std::string(name_of(w.kv_dtype)));

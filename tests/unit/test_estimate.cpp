@@ -109,3 +109,17 @@ TEST_CASE("runtime overhead: CUDA context plus cuBLAS workspaces, or as given", 
   CHECK(test::component(estimate(m, test::workload(m, {{"overhead", "1GiB"}})),
                         Component::runtime_overhead) == 1024 * mib);
 }
+
+TEST_CASE("gradient accumulation keeps the gradients live through the next forward", "[estimate][phases]") {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  const Budget one = estimate(m, test::workload(m, {{"mode", "train"}, {"precision", "pure"}}));
+  const Budget four =
+      estimate(m, test::workload(m, {{"mode", "train"}, {"precision", "pure"}, {"grad_accum", "4"}}));
+  const std::size_t g = static_cast<std::size_t>(Component::gradients);
+  // Without accumulation .grad does not exist in forward; with it, every
+  // gradient from the previous micro-batch is there.
+  CHECK(phase(one, "forward, at the loss").live[g] == 0);
+  CHECK(phase(four, "forward, at the loss").live[g] == four.components[g]);
+  CHECK(four.components[g] == one.components[g]);
+  CHECK(four.peak_allocated >= one.peak_allocated);
+}
