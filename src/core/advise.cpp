@@ -192,7 +192,9 @@ std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, 
   const bool train = w.mode == Mode::train;
   c.lever.name = train ? fmt::format("batch={} ×{} accumulation", b, steps) : fmt::format("batch={}", b);
   c.lever.group = "batch";
-  const std::uint64_t accum = checked_mul(steps, w.grad_accum);
+  // More accumulation steps than 64 bits count is no lever.
+  if (w.grad_accum > UINT64_MAX / steps) return std::nullopt;
+  const std::uint64_t accum = steps * w.grad_accum;
   c.lever.settings = {{"batch", std::to_string(b)}};
   if (train) c.lever.settings.emplace_back("grad_accum", std::to_string(accum));
   c.lever.what = train ? fmt::format(

@@ -25,6 +25,9 @@
 #include <fmt/format.h>
 
 #include "fuzz_common.hpp"
+#include "vramcalc/advise.hpp"
+#include "vramcalc/answers_io.hpp"
+#include "vramcalc/fit.hpp"
 #include "vramcalc/io.hpp"
 
 using namespace vramcalc;
@@ -146,11 +149,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     check_parse_size(value);
     fuzz::input_boundary("find_gpu", [&] { (void)find_gpu(value, "--gpu"); });
+    // The answer commands' flags.
+    fuzz::input_boundary("parse_set", [&] { (void)parse_set(line, "--set"); });
+    fuzz::input_boundary("parse_headroom", [&] { (void)parse_headroom(value, "--min-headroom"); });
+    fuzz::input_boundary("parse_fit_target", [&] { (void)parse_fit_target(value, "--for"); });
+    fuzz::input_boundary("parse_curve_knob", [&] { (void)parse_curve_knob(value, "--curve"); });
   }
   if (refused) return 0;
   std::optional<PlanRequest> request;
   if (fuzz::input_boundary("resolve", [&] { request = resolve(preset(size % 2 == 1), in); })) {
     fuzz::plan_and_render(*request);
+    // The searches over whatever was accepted: they must not throw at all
+    // (overflow counts as "does not fit").
+    const std::uint64_t limit = std::uint64_t{80} << 30;
+    fuzz::must_not_throw("fit_search", [&] {
+      const FitKnob knob = request->workload.mode == Mode::train ? FitKnob::batch : FitKnob::concurrency;
+      const FitSearch f = fit_search(request->model, request->workload, knob, limit);
+      if (f.answer && f.beyond && *f.beyond != *f.answer + 1)
+        fuzz::finding("fit_search", "answer not adjacent");
+    });
+    fuzz::must_not_throw("advise", [&] { (void)advise(*request, limit); });
   }
   return 0;
 }
