@@ -30,9 +30,6 @@ enum class FitKnob : std::uint8_t {
 /// The workload with the knob set to `value` (concurrency is the batch).
 [[nodiscard]] Workload with_knob(Workload w, FitKnob knob, std::uint64_t value);
 
-/// The knob's value in a workload.
-[[nodiscard]] std::uint64_t knob_value(const Workload& w, FitKnob knob);
-
 /// Whether the plan fits `limit` bytes of device memory; a byte count past
 /// 64 bits (OverflowError) does not fit.
 [[nodiscard]] bool fits_within(const ModelSpec& m, const Workload& w, std::uint64_t limit);

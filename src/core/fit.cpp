@@ -46,19 +46,6 @@ Workload with_knob(Workload w, FitKnob knob, std::uint64_t value) {
   return w;
 }
 
-std::uint64_t knob_value(const Workload& w, FitKnob knob) {
-  switch (knob) {
-    case FitKnob::batch:
-    case FitKnob::concurrency:
-      return w.batch;
-    case FitKnob::seq:
-      return w.seq;
-    case FitKnob::gpus:
-      return w.dp;
-  }
-  return 0;
-}
-
 bool fits_within(const ModelSpec& m, const Workload& w, std::uint64_t limit) {
   try {
     return estimate_totals(m, w).peak_device <= limit;
