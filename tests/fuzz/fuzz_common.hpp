@@ -32,52 +32,45 @@ inline std::string describe(const std::exception& e) {
   return std::string("unexpected exception ") + typeid(e).name() + ": " + e.what();
 }
 
-/// Runs `f` at the input boundary: true when it returned, false when it
-/// raised InputError, the one error bad input may cause. OverflowError
-/// escaping the boundary is a finding: io re-raises it as an InputError
-/// naming the input (error.hpp).
+/// Runs `f`: true when it returned, false when it raised `Expected`, the
+/// one error its stage may raise. Anything else is a finding.
+template <class Expected, class F>
+bool expecting(std::string_view stage, F&& f) {
+  try {
+    f();
+    return true;
+  } catch (const Expected&) {
+    return false;
+  } catch (const std::exception& e) {
+    finding(stage, describe(e));
+  } catch (...) {
+    finding(stage, "an exception not derived from std::exception");
+  }
+}
+
+/// The input boundary (parsing, resolve): InputError is the one error bad
+/// input may cause. OverflowError escaping the boundary is a finding: io
+/// re-raises it as an InputError naming the input (error.hpp).
 template <class F>
 bool input_boundary(std::string_view stage, F&& f) {
-  try {
-    f();
-    return true;
-  } catch (const InputError&) {
-    return false;
-  } catch (const std::exception& e) {
-    finding(stage, describe(e));
-  } catch (...) {
-    finding(stage, "an exception not derived from std::exception");
-  }
+  return expecting<InputError>(stage, f);
 }
 
-/// Runs `f` in the core (plan()): true when it returned, false on
-/// OverflowError, documented for valid input whose byte counts exceed 64
-/// bits (estimate.hpp). Anything else, InputError included, is a finding:
-/// the core trusts what the input boundary validated.
+/// The core (plan()): OverflowError is documented for valid input whose
+/// byte counts exceed 64 bits (estimate.hpp). Anything else, InputError
+/// included, is a finding: the core trusts what the boundary validated.
 template <class F>
 bool core(std::string_view stage, F&& f) {
-  try {
-    f();
-    return true;
-  } catch (const OverflowError&) {
-    return false;
-  } catch (const std::exception& e) {
-    finding(stage, describe(e));
-  } catch (...) {
-    finding(stage, "an exception not derived from std::exception");
-  }
+  return expecting<OverflowError>(stage, f);
 }
 
-/// Runs `f`, which must not throw at all (the renderers).
+/// Never thrown: for stages that must not throw at all.
+struct NothingExpected {};
+
+/// Runs `f`, which must not throw at all (the renderers, the searches).
 template <class F>
 void must_not_throw(std::string_view stage, F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    finding(stage, describe(e));
-  } catch (...) {
-    finding(stage, "an exception not derived from std::exception");
-  }
+  (void)expecting<NothingExpected>(stage, f);
 }
 
 /// Plans a resolved request and renders it in every format, as the CLI
