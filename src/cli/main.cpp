@@ -27,8 +27,8 @@ int main(int argc, char** argv) {
   app.allow_extras();
   app.footer(
       "Run `vramcalc plan --help` for the workload flags.\n"
-      "Exit codes: 0 ok; 1 does not fit (a plan gate is crossed, or fit finds nothing);\n"
-      "2 bad input or usage; 3 internal error.");
+      "Exit codes: 0 ok; 1 does not fit (a gate of plan or compare is crossed, or fit or advise\n"
+      "finds nothing that fits); 2 bad input or usage; 3 internal error.");
   PlanOptions plan_opts;
   CLI::App* plan = setup_plan(app, plan_opts);
   CompareOptions compare_opts;
