@@ -13,7 +13,7 @@ using render_detail::json;
 
 std::string signed_gib(std::int64_t v) {
   if (v >= 0) return format_gib(static_cast<std::uint64_t>(v));
-  return "-" + format_gib(static_cast<std::uint64_t>(-(v + 1)) + 1);
+  return fmt::format("-{}", format_gib(static_cast<std::uint64_t>(-(v + 1)) + 1));
 }
 
 std::string settings_flags(const std::vector<std::pair<std::string, std::string>>& settings) {

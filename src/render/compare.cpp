@@ -46,8 +46,9 @@ std::vector<Row> rows() {
 // "+1.25" / "-0.50" / "±0" in GiB.
 std::string delta(std::uint64_t value, std::uint64_t base) {
   if (value == base) return "±0";
-  if (value > base) return "+" + format_gib(value - base);
-  return "-" + format_gib(base - value);
+  // fmt rather than "+" + string: GCC 12 warns falsely (-Wrestrict) on the latter.
+  if (value > base) return fmt::format("+{}", format_gib(value - base));
+  return fmt::format("-{}", format_gib(base - value));
 }
 
 std::string cell(const std::vector<CompareColumn>& cols, std::size_t c, const Row& r) {
@@ -59,7 +60,7 @@ std::string cell(const std::vector<CompareColumn>& cols, std::size_t c, const Ro
 std::string fit_cell(const PlanResult& p) {
   if (!p.fit) return "";
   if (p.fit->fits) return "fits";
-  return "over by " + format_gib(static_cast<std::uint64_t>(-(p.fit->headroom + 1)) + 1);
+  return fmt::format("over by {}", format_gib(static_cast<std::uint64_t>(-(p.fit->headroom + 1)) + 1));
 }
 
 bool any_fit(const std::vector<CompareColumn>& cols) {
