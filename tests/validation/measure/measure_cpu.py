@@ -250,20 +250,24 @@ def cases():
             yield lambda c=config, d=dtype: generate_case(c, d, 3, 40, 8)
 
 
+def write_cases(out, generator, makers):
+    """Runs every case maker and writes the JSON lines, after a meta line
+    naming torch and the generating script."""
+    torch.set_num_threads(1)
+    lines = [json.dumps({"kind": "meta", "torch": torch.__version__, "device": "cpu", "generator": generator})]
+    for make in makers:
+        lines.append(json.dumps(make(), separators=(",", ":")))
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {len(lines) - 1} cases to {os.path.normpath(out)}")
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "..", "data", "cpu-autograd.jsonl"))
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    lines = [json.dumps({"kind": "meta", "torch": torch.__version__, "device": "cpu",
-                         "generator": "tests/validation/measure/measure_cpu.py"})]
-    for make in cases():
-        case = make()
-        lines.append(json.dumps(case, separators=(",", ":")))
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print(f"wrote {len(lines) - 1} cases to {os.path.normpath(args.out)}")
+    write_cases(args.out, "tests/validation/measure/measure_cpu.py", cases())
 
 
 if __name__ == "__main__":

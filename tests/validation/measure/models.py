@@ -291,3 +291,36 @@ def causal_lm_loss(logits, labels, vocab_size):
     logits = logits.view(-1, vocab_size)
     shift_labels = shift_labels.view(-1)
     return F.cross_entropy(logits, shift_labels, ignore_index=-100, reduction="mean")
+
+
+def shift_labels_torchtune(labels):
+    """torchtune's recipes shift the labels once per batch: drop the first
+    position and append ignore_index (recipes/full_finetune_single_device.py,
+    torch.hstack with ignore_labels_cache)."""
+    ignore = torch.full((labels.shape[0], 1), -100, dtype=labels.dtype)
+    return torch.hstack((labels[..., 1:], ignore))
+
+
+def chunk_cross_entropy(hidden, lm_head, labels):
+    """torchtune LinearCrossEntropyLoss.compute_cross_entropy: one chunk, its
+    tensors local to the call as in torchtune."""
+    keep = labels != -100
+    if keep.sum() == 0:
+        keep[0] = True
+    labels = labels[keep]
+    hidden = hidden[keep]
+    logits = lm_head(hidden)
+    return F.cross_entropy(logits.float(), labels, reduction="sum", ignore_index=-100)
+
+
+def chunked_linear_cross_entropy(hidden, lm_head, labels, n_chunks):
+    """torchtune modules/loss LinearCrossEntropyLoss.forward (num_output_chunks
+    = n): split the positions into n chunks, sum the chunks' cross-entropy,
+    divide by the number of valid labels."""
+    total = (labels != -100).sum()
+    hidden_chunks = hidden.tensor_split(n_chunks, dim=1)
+    label_chunks = labels.tensor_split(n_chunks, dim=1)
+    loss = 0.0
+    for i in range(len(hidden_chunks)):
+        loss = loss + chunk_cross_entropy(hidden_chunks[i], lm_head, label_chunks[i])
+    return loss / total
