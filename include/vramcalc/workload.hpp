@@ -51,6 +51,17 @@ struct Checkpointing {
   std::uint64_t every = 0;  ///< k for CheckpointKind::every, else 0
 };
 
+/// How the output layer and the cross-entropy run in training (hf profile).
+enum class LossImpl : std::uint8_t {
+  standard,  ///< full logits, upcast to fp32, then cross_entropy (transformers ForCausalLMLoss)
+  chunked,  ///< torchtune LinearCrossEntropyLoss: project, upcast and reduce one chunk of positions at a time
+};
+
+struct Loss {
+  LossImpl kind = LossImpl::standard;
+  std::uint64_t chunks = 0;  ///< number of position chunks for LossImpl::chunked, else 0
+};
+
 /// Dropout probabilities; only p > 0 matters for memory (a mask is saved).
 struct Dropout {
   double attention = 0.0;  ///< on the attention probabilities
@@ -73,6 +84,7 @@ struct Workload {
   AttentionImpl attention = AttentionImpl::flash;
   Dropout dropout;
   Checkpointing checkpoint;
+  Loss loss;
   std::uint64_t dp = 1;    ///< data-parallel degree
   std::uint32_t zero = 0;  ///< ZeRO stage 0-3 (FSDP full = 3, grad-op = 2)
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the
@@ -89,5 +101,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(Framework f);
 [[nodiscard]] std::string_view name_of(AttentionImpl a);
 [[nodiscard]] std::string_view name_of(CheckpointKind c);
+[[nodiscard]] std::string_view name_of(LossImpl l);
 
 }  // namespace vramcalc

@@ -48,6 +48,10 @@ constexpr FlagSpec k_flags[] = {
      "config for hf, 0.1 for megatron)"},
     {"checkpoint", "--checkpoint",
      "none | full | selective (megatron) | every:K (checkpoint every K-th layer) (default none)"},
+    {"loss", "--loss",
+     "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
+     "N "
+     "chunks of positions, default 8) (default standard)"},
     {"dp", "--dp", "data-parallel degree (default 1)"},
     {"zero", "--zero",
      "ZeRO stage 0-3: 1 shards optimizer states and master weights, 2 also gradients, 3 also "

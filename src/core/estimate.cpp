@@ -307,7 +307,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
     Moment& b = add_moment(out, "backward, at the loss", base, t.prof.loss_backward);
     b.transient.append(zero3_bwd);
     b.live[idx(Component::activations)] = acts;
-    b.live[idx(Component::logits)] = logits;
+    b.live[idx(Component::logits)] = logits - t.prof.loss_backward_freed;
     b.live[idx(Component::gradients)] = grads_live(0);
   }
   // Layer i's backward: stored activations of layers 0..i (a checkpointed
@@ -655,11 +655,19 @@ std::string checkpoint_text(const Train& t) {
     if (what == name_of(Component::activations)) why += ", " + ckpt;
     b.assumptions.emplace_back(what, why);
   }
-  b.assumptions.emplace_back(
-      std::string(name_of(Component::logits)),
-      fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
-                  t.w.framework == Framework::hf ? "fp32" : "fp32 logits and", t.w.batch, t.w.seq,
-                  t.m.vocab_size));
+  if (t.w.loss.kind == LossImpl::chunked) {
+    b.assumptions.emplace_back(
+        std::string(name_of(Component::logits)),
+        fmt::format("chunked loss (torchtune LinearCrossEntropyLoss, {} chunks): fp32 log-probs of {} × {} "
+                    "labelled positions × {} kept for backward, one chunk's logits at a time",
+                    t.w.loss.chunks, t.w.batch, t.w.seq - 1, t.m.vocab_size));
+  } else {
+    b.assumptions.emplace_back(
+        std::string(name_of(Component::logits)),
+        fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
+                    t.w.framework == Framework::hf ? "fp32" : "fp32 logits and", t.w.batch, t.w.seq,
+                    t.m.vocab_size));
+  }
   for (const std::string& n : t.prof.notes) b.notes.push_back(n);
 }
 

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <string_view>
 
+#include "core/inventory.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc::core {
@@ -41,12 +42,16 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "non-layer parameters") return x.pc.total - x.pc.layers;
   if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
+  if (x.w.loss.kind == LossImpl::chunked && (name == "r" || name == "r_last" || name == "r_2")) {
+    const ChunkRows rows = chunk_rows(dims_of(x.m, x.w.batch, x.w.seq), x.w.loss.chunks);
+    return name == "r" ? rows.total : name == "r_last" ? rows.last : rows.second;
+  }
   return std::nullopt;
 }
 
 // Multi-word symbols, matched before single identifiers.
-constexpr std::array<std::string_view, 4> k_phrases = {"non-layer parameters", "layer parameters", "KV bytes",
-                                                       "gradient bytes"};
+constexpr std::array<std::string_view, 6> k_phrases = {"non-layer parameters", "layer parameters", "KV bytes",
+                                                       "gradient bytes",       "r_last",           "r_2"};
 
 bool is_letter(char c) {
   return std::isalpha(static_cast<unsigned char>(c)) != 0;
@@ -110,7 +115,7 @@ std::string_view section_of(Component c, const Workload& w) {
       return w.framework == Framework::megatron ? "Activations: the megatron profile — megatron_profile"
                                                 : "Activations: the hf profile — hf_profile";
     case Component::logits:
-      return "Logits";
+      return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
       return "KV cache — kv_cache_bytes";
     case Component::transient:

@@ -303,6 +303,17 @@ struct Dims {
 
 [[nodiscard]] Dims dims_of(const ModelSpec& m, std::uint64_t batch, std::uint64_t seq);
 
+/// Labelled rows of a chunked loss (docs/formulas.md, "Chunked loss").
+struct ChunkRows {
+  std::uint64_t total = 0;   ///< r: labelled rows over all chunks
+  std::uint64_t last = 0;    ///< r_last: rows of the last chunk (the first one backward runs)
+  std::uint64_t second = 0;  ///< r_2: rows of the chunk before it (0 with one chunk)
+};
+
+/// The rows of `chunks` chunks of b sequences of s positions, after
+/// torchtune's label shift.
+[[nodiscard]] ChunkRows chunk_rows(const Dims& x, std::uint64_t chunks);
+
 /// The training-time element types of one precision regime.
 struct Dtypes {
   DType weights;    ///< parameters as the model holds them
@@ -330,12 +341,15 @@ struct ActivationProfile {
         layer_backward(detail),
         forward_extra(detail) {}
 
-  Inventory layer;           ///< one decoder layer, nothing recomputed
-  Inventory checkpointed;    ///< what a checkpointed layer keeps (its input)
-  Inventory model;           ///< embeddings and tables shared by all layers
-  Inventory head;            ///< final norm, output layer and loss: the "logits" component
-  Inventory loss_forward;    ///< transient: buffers live while the loss is computed
-  Inventory loss_backward;   ///< transient: buffers live in the loss's backward
+  Inventory layer;          ///< one decoder layer, nothing recomputed
+  Inventory checkpointed;   ///< what a checkpointed layer keeps (its input)
+  Inventory model;          ///< embeddings and tables shared by all layers
+  Inventory head;           ///< final norm, output layer and loss: the "logits" component
+  Inventory loss_forward;   ///< transient: buffers live while the loss is computed
+  Inventory loss_backward;  ///< transient: buffers live in the loss's backward
+  /// Bytes of `head` already released at the loss_backward moment (a
+  /// chunked loss frees each chunk's log-probs as its backward runs).
+  std::uint64_t loss_backward_freed = 0;
   Inventory layer_backward;  ///< transient: a layer's largest gradient working set
   Inventory forward_extra;   ///< transient: buffers live through the forward (masks)
   /// Tree mode only (empty in totals mode).

@@ -98,20 +98,41 @@ double parse_probability(std::string_view text, const std::string& origin) {
   return value;
 }
 
+// The K of "every:K" or the N of "chunked:N": a whole number ≥ 1 after
+// `prefix`; `form` names the shape in the error.
+std::uint64_t count_after(std::string_view text, std::string_view prefix, std::string_view form,
+                          const std::string& origin) {
+  const std::string_view k = text.substr(prefix.size());
+  std::uint64_t count = 0;
+  const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), count);
+  if (ec != std::errc() || ptr != k.data() + k.size() || count == 0) {
+    throw InputError(origin,
+                     fmt::format("{} needs a whole number {} ≥ 1, got \"{}\"", form, form.back(), text));
+  }
+  return count;
+}
+
 Checkpointing parse_checkpoint(std::string_view text, const std::string& origin) {
   if (text == "none") return {CheckpointKind::none, 0};
   if (text == "full") return {CheckpointKind::full, 0};
   if (text == "selective") return {CheckpointKind::selective, 0};
-  if (text.starts_with("every:")) {
-    const std::string_view k = text.substr(6);
-    std::uint64_t every = 0;
-    const auto [ptr, ec] = std::from_chars(k.data(), k.data() + k.size(), every);
-    if (ec != std::errc() || ptr != k.data() + k.size() || every == 0) {
-      throw InputError(origin, fmt::format("every:K needs a whole number K ≥ 1, got \"{}\"", text));
-    }
-    return {CheckpointKind::every, every};
-  }
+  if (text.starts_with("every:"))
+    return {CheckpointKind::every, count_after(text, "every:", "every:K", origin)};
   const std::vector<std::string> names = {"none", "full", "selective", "every:K"};
+  throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                       io::did_you_mean(text, names), io::join(names)));
+}
+
+// torchtune LinearCrossEntropyLoss's default num_output_chunks
+// (torchtune/modules/loss/cross_entropy_loss.py).
+constexpr std::uint64_t k_default_loss_chunks = 8;
+
+Loss parse_loss(std::string_view text, const std::string& origin) {
+  if (text == "standard") return {LossImpl::standard, 0};
+  if (text == "chunked") return {LossImpl::chunked, k_default_loss_chunks};
+  if (text.starts_with("chunked:"))
+    return {LossImpl::chunked, count_after(text, "chunked:", "chunked:N", origin)};
+  const std::vector<std::string> names = {"standard", "chunked", "chunked:N"};
   throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
                                        io::did_you_mean(text, names), io::join(names)));
 }
@@ -158,11 +179,15 @@ std::string_view name_of(CheckpointKind c) {
   }
   return "?";
 }
+std::string_view name_of(LossImpl l) {
+  return l == LossImpl::chunked ? "chunked" : "standard";
+}
 
 const std::vector<std::string>& workload_keys() {
   static const std::vector<std::string> keys = {
-      "mode",      "batch",   "grad_accum", "seq", "dtype", "kv_dtype", "precision", "optimizer", "framework",
-      "attention", "dropout", "checkpoint", "dp",  "zero",  "fsdp",     "overhead",  "gpu",       "gpu_mem"};
+      "mode",      "batch",     "grad_accum", "seq",     "dtype",      "kv_dtype", "precision",
+      "optimizer", "framework", "attention",  "dropout", "checkpoint", "loss",     "dp",
+      "zero",      "fsdp",      "overhead",   "gpu",     "gpu_mem"};
   return keys;
 }
 
@@ -179,6 +204,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "attention") return put(in.attention, parse_choice(k_attentions, text, origin), origin);
   if (key == "dropout") return put(in.dropout, parse_probability(text, origin), origin);
   if (key == "checkpoint") return put(in.checkpoint, parse_checkpoint(text, origin), origin);
+  if (key == "loss") return put(in.loss, parse_loss(text, origin), origin);
   if (key == "dp") return put(in.dp, parse_integer(text, origin, true), origin);
   if (key == "zero") return put(in.zero, parse_zero(text, origin), origin);
   if (key == "fsdp") return put(in.fsdp, parse_choice(k_fsdp, text, origin), origin);
@@ -226,6 +252,28 @@ void take(std::optional<Given<T>>& base, const std::optional<Given<T>>& top) {
   throw InputError(origin, problem);
 }
 
+// What torchtune's LinearCrossEntropyLoss can run: the hf profile's layers,
+// at least one position per chunk (tensor_split), and no final-logit
+// soft-capping (the loss calls the output projection alone).
+void check_chunked_loss(const ModelSpec& model, const Workload& w, const std::string& origin) {
+  if (w.framework != Framework::hf) {
+    conflict(origin,
+             "the chunked loss is modelled for --framework hf (torchtune LinearCrossEntropyLoss); "
+             "megatron's vocab-parallel cross-entropy is its own loss");
+  }
+  if (w.loss.chunks > w.seq) {
+    conflict(origin, fmt::format("chunked:{} splits the sequence into more chunks than its {} positions; "
+                                 "use at most chunked:{}",
+                                 w.loss.chunks, w.seq, w.seq));
+  }
+  if (w.seq < 2) conflict(origin, "the chunked loss shifts the labels by one position; it needs seq ≥ 2");
+  if (model.final_logit_softcapping > 0) {
+    conflict(origin, fmt::format("{} soft-caps its final logits, which LinearCrossEntropyLoss does not do "
+                                 "(it calls the output projection alone); use the standard loss",
+                                 model.name));
+  }
+}
+
 }  // namespace
 
 void overlay(WorkloadInput& base, const WorkloadInput& top) {
@@ -241,6 +289,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.attention, top.attention);
   take(base.dropout, top.dropout);
   take(base.checkpoint, top.checkpoint);
+  take(base.loss, top.loss);
   take(base.dp, top.dp);
   take(base.zero, top.zero);
   take(base.fsdp, top.fsdp);
@@ -273,6 +322,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.zero, "ZeRO sharding");
   train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
+  train_only(in.loss, "the loss implementation");
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
@@ -325,6 +375,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
                "--framework hf use full or every:K");
     }
+    w.loss = pick(in.loss, Loss{}, "loss");
+    if (w.loss.kind == LossImpl::chunked) check_chunked_loss(model, w, in.loss->origin);
     if (in.dropout) {
       w.dropout = {in.dropout->value, in.dropout->value, in.dropout->value};
     } else {

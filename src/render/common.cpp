@@ -9,6 +9,11 @@ std::string checkpoint_text(const Checkpointing& c) {
   return std::string(name_of(c.kind));
 }
 
+std::string loss_text(const Loss& l) {
+  if (l.kind == LossImpl::chunked) return fmt::format("chunked:{}", l.chunks);
+  return std::string(name_of(l.kind));
+}
+
 std::string workload_line(const PlanResult& p) {
   return workload_line(p.request.workload);
 }
@@ -20,10 +25,11 @@ std::string workload_line(const Workload& w) {
                        name_of(w.attention), w.dp);
   }
   return fmt::format(
-      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}, dp {}, zero {}", w.batch,
+      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}, dp {}, zero {}", w.batch,
       w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "", name_of(w.dtype),
       name_of(w.precision), name_of(w.optimizer), name_of(w.framework), name_of(w.attention),
-      checkpoint_text(w.checkpoint), w.dp, w.zero);
+      checkpoint_text(w.checkpoint),
+      w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

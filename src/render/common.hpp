@@ -10,6 +10,8 @@ namespace vramcalc::render_detail {
 
 /// "none", "full", "selective", "every:4".
 [[nodiscard]] std::string checkpoint_text(const Checkpointing& c);
+/// "standard" or "chunked:N", as --loss takes it.
+[[nodiscard]] std::string loss_text(const Loss& l);
 
 /// One line describing the workload: "train, batch 4 × seq 4096, bf16 amp, adamw, ...".
 [[nodiscard]] std::string workload_line(const PlanResult& p);

@@ -76,6 +76,7 @@ json workload_json(const PlanResult& p) {
                                {"embedding", w.dropout.embedding}})
                        : json(nullptr);
   j["checkpoint"] = train ? json(render_detail::checkpoint_text(w.checkpoint)) : json(nullptr);
+  j["loss"] = train ? json(render_detail::loss_text(w.loss)) : json(nullptr);
   j["dp"] = w.dp;
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];

@@ -148,3 +148,57 @@ TEST_CASE("checkpointing never keeps more than no checkpointing", "[activations]
   CHECK(acts("every:4") < acts("none"));
   CHECK(acts("every:1") == acts("full"));
 }
+
+TEST_CASE("chunked loss: rows per chunk after torchtune's label shift", "[activations][loss]") {
+  core::Dims x;
+  x.b = 2;
+  x.s = 10;
+  // tensor_split(4) of 10 positions: 3, 3, 2, 2; the last position of each
+  // sequence is ignored and lies in the last chunk.
+  core::ChunkRows r = core::chunk_rows(x, 4);
+  CHECK(r.total == 18);        // 2 · 9
+  CHECK(r.last == 2);          // 2 · (2 − 1)
+  CHECK(r.second == 4);        // chunk 2 has ⌊10/4⌋ = 2 positions: 2 · 2
+  r = core::chunk_rows(x, 3);  // 4, 3, 3
+  CHECK(r.last == 4);
+  CHECK(r.second == 6);
+  // One position per chunk: the last chunk has no label left, and torchtune
+  // unmasks one row so that the projection still runs.
+  x.s = 4;
+  r = core::chunk_rows(x, 4);
+  CHECK(r.last == 1);
+  CHECK(r.total == 7);
+  r = core::chunk_rows(x, 1);
+  CHECK(r.total == 6);
+  CHECK(r.last == 6);
+  CHECK(r.second == 0);
+}
+
+TEST_CASE("chunked loss keeps every log-prob but one chunk's working set", "[activations][loss]") {
+  // Tiny Llama (V = 10, h = 8), b = 2, s = 3, pure bf16. Standard: log-probs
+  // 6·10·4 = 240 kept; forward logits 6·10·(2 + 4) = 360; backward 2 · 240.
+  const core::ActivationProfile standard = hf({{"precision", "pure"}});
+  CHECK(core::total_bytes(standard.loss_forward) == 360);
+  CHECK(core::total_bytes(standard.loss_backward) == 480);
+  // chunked:3, one position per chunk: 2·2 labelled rows plus the one
+  // unmasked in the last chunk, r = 5, r_last = 1, r_2 = 2. Kept: final norm
+  // 6·8·4 + 6·4 + 6·8·2 = 312, rows 5·8·2 = 80, log-probs 5·10·4 = 200,
+  // labels 5·8 = 40, masks 6.
+  const core::ActivationProfile chunked = hf({{"precision", "pure"}, {"loss", "chunked:3"}});
+  CHECK(core::total_bytes(chunked.head) == 312 + 80 + 200 + 40 + 6);
+  // Forward at the last chunk: norm output 6·8·2 = 96, logits 1·10·2 = 20 and
+  // their fp32 upcast 40.
+  CHECK(core::total_bytes(chunked.loss_forward) == 96 + 20 + 40);
+  // Backward: A = 2·1·10·4 = 80; B = V·h·2 (160) + 2·2·10·4 (160) − 40 = 280;
+  // C = 2·160 + 2·(10 + 8)·2 (72) − (1 + 2)·10·4 = 272. B wins: the buffered
+  // weight gradient and the second chunk's two fp32 gradients, with the last
+  // chunk's log-probs released.
+  CHECK(core::total_bytes(chunked.loss_backward) == 320);
+  CHECK(chunked.loss_backward_freed == 40);
+  // One sequence: r_last = 1 (unmasked), r_2 = 1. A = 80, B = 160 + 80 − 40 =
+  // 200, C = 2·160 + 1·(10 + 8)·2 − 2·40 = 276: C wins, at the second chunk's
+  // matmul backward.
+  const core::ActivationProfile one = hf({{"precision", "pure"}, {"batch", "1"}, {"loss", "chunked:3"}});
+  CHECK(core::total_bytes(one.loss_backward) == 160 + 160 + 20 + 16);
+  CHECK(one.loss_backward_freed == 80);
+}

@@ -100,9 +100,9 @@ int main(int argc, char** argv) {
   if (gpu.comparisons.empty()) {
     out +=
         "\nNot yet validated against GPU measurements: the CUDA measurement script "
-        "(tests/validation/measure/measure_cuda.py) has not had a GPU. Transient buffers, the inference "
-        "working "
-        "set, allocator slack and runtime overhead are therefore not covered by this table.\n";
+        "(tests/validation/measure/measure_cuda.py) has not had a GPU. Transient buffers other than the "
+        "loss's (measured on CPU, the \"loss:\" rows), the inference working set, allocator slack and "
+        "runtime overhead are therefore not covered by this table.\n";
   }
 
   out +=

@@ -87,6 +87,11 @@ PlanRequest cpu_request(const json& c, const std::string& name) {
     set("checkpoint", c["checkpoint"].get<std::string>());
     set("optimizer", c["optimizer"].get<std::string>());
   }
+  if (c["kind"] == "loss") {
+    set("mode", "train");
+    set("precision", fp32 ? "fp32" : "pure");
+    set("loss", c["loss"].get<std::string>());
+  }
   return resolve(model, in);
 }
 
@@ -160,6 +165,42 @@ void add_train_case(Evaluation& out, const json& c, const std::string& id) {
   h->tolerance = 0.02;
 }
 
+// An output layer and loss measured alone (measure_loss.py): what it saves,
+// and the most it holds above that in forward and in backward.
+void add_loss_case(Evaluation& out, const json& c, const std::string& id) {
+  const PlanRequest r = cpu_request(c, id);
+  const core::ActivationProfile p = core::hf_profile(r.model, r.workload);
+  const json& meas = c["measured"];
+  const std::string loss = c["loss"].get<std::string>();
+  auto compare = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted) {
+    Comparison x;
+    x.case_id = id + " (" + loss + ")";
+    x.kind = kind;
+    x.measured = measured;
+    x.predicted = predicted;
+    x.tolerance = 0.02;
+    out.comparisons.push_back(x);
+  };
+  std::uint64_t saved = 0;
+  for (const json& e : meas["saved"]) saved += cuda_bytes(e);
+  compare("loss: saved", saved, core::total_bytes(p.head));
+  const std::uint64_t after = meas["after_forward"].get<std::uint64_t>();
+  compare("loss: forward working set", meas["forward_peak"].get<std::uint64_t>() - after,
+          core::total_bytes(p.loss_forward));
+  // R6: torch 1.13 adds gradients that meet in an autograd input buffer out
+  // of place, so a chunked loss briefly holds the output layer's weight
+  // gradient three times (buffered, new, sum). torch 2.x adds in place when
+  // the buffer holds the only reference (input_buffer.cpp
+  // can_accumulate_inplace), which vramcalc models: the windows that hold
+  // such an add are left out.
+  std::uint64_t backward = 0;
+  for (const json& win : meas["backward_windows"]) {
+    if (!win["out_of_place_add"].get<bool>()) backward = std::max(backward, win["peak"].get<std::uint64_t>());
+  }
+  compare("loss: backward working set", backward - after,
+          core::total_bytes(p.loss_backward) - p.loss_backward_freed);
+}
+
 // The model states of a published case: weights, gradients, master weights
 // and optimizer states per rank.
 std::uint64_t model_states(const Budget& b) {
@@ -190,6 +231,10 @@ Evaluation evaluate_cpu_cases() {
     } else {
       add_train_case(out, c, id);
     }
+  }
+  const std::vector<json> losses = load("cpu-loss.jsonl");
+  for (std::size_t i = 1; i < losses.size(); ++i) {
+    add_loss_case(out, losses[i], "cpu-loss #" + std::to_string(i));
   }
   return out;
 }
