@@ -13,6 +13,9 @@
 //  - 8-bit optimizer states: Dettmers et al. 2022, "8-bit Optimizers via
 //    Block-wise Quantization", abstract: 32-bit optimizer performance kept
 //    on the benchmarks studied, without changing hyperparameters.
+//  - Chunked cross-entropy: torchtune LinearCrossEntropyLoss (docs and
+//    torchtune/modules/loss/cross_entropy_loss.py): the same projection
+//    and per-token losses, computed chunk by chunk.
 //  - 16-bit states without a master copy: Micikevicius et al. 2018, "Mixed
 //    Precision Training", §3.1: an fp32 master copy keeps updates that are
 //    too small for a 16-bit weight.
@@ -121,6 +124,37 @@ void zero_levers(const Workload& w, std::vector<Candidate>& out,
   }
 }
 
+// The chunked loss applies where the input boundary accepts it
+// (check_chunked_loss in src/io/workload_io.cpp): hf, no final-logit
+// soft-capping, and at least as many positions as chunks.
+void loss_lever(const PlanRequest& r, std::vector<Candidate>& out,
+                std::vector<std::pair<std::string, std::string>>& not_applicable) {
+  const Workload& w = r.workload;
+  if (w.loss.kind != LossImpl::standard) return;
+  constexpr std::uint64_t chunks = 8;  // torchtune's default num_output_chunks
+  std::string why;
+  if (w.framework != Framework::hf) {
+    why =
+        "modelled for --framework hf (torchtune LinearCrossEntropyLoss); megatron's vocab-parallel "
+        "cross-entropy is its own loss";
+  } else if (r.model.final_logit_softcapping > 0) {
+    why = "the model soft-caps its final logits, which LinearCrossEntropyLoss does not do";
+  } else if (w.seq < chunks) {
+    why = fmt::format("needs at least {} positions per sequence", chunks);
+  }
+  if (!why.empty()) {
+    not_applicable.emplace_back("chunked cross-entropy", why);
+    return;
+  }
+  add(out, "loss", fmt::format("loss=chunked:{}", chunks), {{"loss", fmt::format("chunked:{}", chunks)}},
+      "project, upcast and reduce the logits one chunk of positions at a time instead of all at once",
+      "no extra arithmetic and the same loss: the output projection runs as 8 smaller matmuls; the "
+      "training loop must hand the hidden states to the loss (torchtune LinearCrossEntropyLoss)",
+      "torchtune docs, LinearCrossEntropyLoss", 1, [](Workload& x) {
+        x.loss = {LossImpl::chunked, chunks};
+      });
+}
+
 std::vector<Candidate> candidates(const PlanRequest& r,
                                   std::vector<std::pair<std::string, std::string>>& na) {
   const Workload& w = r.workload;
@@ -155,8 +189,7 @@ std::vector<Candidate> candidates(const PlanRequest& r,
             if (x.dtype == DType::fp32) x.dtype = DType::bf16;
           });
     }
-    na.emplace_back("chunked cross-entropy",
-                    "not modelled yet: the logits and loss buffers are counted whole");
+    loss_lever(r, out, na);
     na.emplace_back("LoRA / QLoRA", "not modelled yet");
   } else {
     if (w.kv_dtype != DType::fp8 && w.kv_dtype != DType::fp32) {

@@ -73,6 +73,13 @@ TEST_CASE("advise ranks levers by bytes saved and its combination fits", "[advis
   const Advice a = advise(r, limit);
   REQUIRE(a.peak_device > limit);  // the plan does not fit
   REQUIRE(a.levers.size() >= 5);
+  // Every lever the issue names that applies here: flash is already on and
+  // ZeRO-3 is the last stage above the plan's 0.
+  for (const char* name : {"checkpoint=full", "checkpoint=every:2", "zero=3", "optimizer=adamw-8bit",
+                           "loss=chunked:8", "precision=pure"}) {
+    INFO(name);
+    CHECK(std::any_of(a.levers.begin(), a.levers.end(), [&](const Lever& l) { return l.name == name; }));
+  }
   for (std::size_t i = 0; i < a.levers.size(); ++i) {
     const Lever& l = a.levers[i];
     INFO(l.name);
