@@ -48,8 +48,10 @@ struct ShardFactors {
 /// Weights per GPU. Every tensor in weight_dtype(); with --dtype fp8 when
 /// serving, linear weights of the decoder layers are fp8 with one fp32 scale
 /// each and the rest stays bf16 (the layout of FP8 checkpoints served by
-/// vLLM, compressed-tensors "FP8" scheme). ZeRO-3 shards: ⌈P / N⌉.
-[[nodiscard]] std::uint64_t weight_bytes(const std::vector<ParamTensor>& tensors, const Workload& w);
+/// vLLM, compressed-tensors "FP8" scheme); with a quantized format
+/// (w.quant), the tensors that format stores (src/core/quant.cpp).
+/// ZeRO-3 shards: ⌈P / N⌉.
+[[nodiscard]] std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w);
 
 /// Gradients per GPU: ⌈P / N_g⌉ × gradient_dtype() bytes, N_g = N under ZeRO ≥ 2.
 [[nodiscard]] std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w);

@@ -70,6 +70,8 @@ struct WorkloadInput {
   std::optional<Given<double>> dropout;
   std::optional<Given<Checkpointing>> checkpoint;
   std::optional<Given<Loss>> loss;
+  std::optional<Given<Quant>> quant;
+  std::optional<Given<bool>> quant_lm_head;
   std::optional<Given<std::uint64_t>> dp;
   std::optional<Given<std::uint32_t>> zero;
   std::optional<Given<std::uint32_t>> fsdp;  ///< as a ZeRO stage: full = 3, grad-op = 2

@@ -55,6 +55,7 @@ struct ModelSpec {
   bool mlp_bias = false;   ///< bias on the MLP projections
   bool fused_qkv = false;  ///< one qkv projection (Phi-3, GPT-2); same parameter count
   bool tie_word_embeddings = false;
+  bool rope_llama3 = false;  ///< rope_scaling rope_type "llama3" (Llama 3.1+ frequency factors)
 
   std::uint64_t sliding_window = 0;         ///< 0: every layer attends to the whole context
   std::uint64_t sliding_window_layers = 0;  ///< how many layers use the window

@@ -28,6 +28,7 @@ struct ParamTensor {
   std::uint64_t cols = 1;
   bool matrix = false;
   std::uint64_t count = 1;  ///< instances in the model (num_layers for per-layer tensors)
+  bool in_by_out = false;   ///< stored inputs × outputs (GPT-2's Conv1D), not outputs × inputs
 
   [[nodiscard]] std::uint64_t elements() const;  ///< rows × cols, checked
   [[nodiscard]] std::uint64_t total() const;     ///< elements × count, checked

@@ -42,7 +42,7 @@ template <class... T>
 
 /// The element types a tensor can be stored in. Widths are in bits, so a
 /// 4-bit type can never round to zero bytes.
-enum class DType : std::uint8_t { fp32, bf16, fp16, fp8, int64, int8, uint8, boolean };
+enum class DType : std::uint8_t { fp32, bf16, fp16, fp8, int64, int32, int8, uint8, boolean };
 
 /// Bits one element occupies in memory (a bool tensor uses one byte per element).
 [[nodiscard]] constexpr std::uint32_t bits_of(DType t) {
@@ -57,6 +57,8 @@ enum class DType : std::uint8_t { fp32, bf16, fp16, fp8, int64, int8, uint8, boo
       return 8;
     case DType::int64:
       return 64;
+    case DType::int32:
+      return 32;
     case DType::int8:
       return 8;
     case DType::uint8:
@@ -67,7 +69,7 @@ enum class DType : std::uint8_t { fp32, bf16, fp16, fp8, int64, int8, uint8, boo
   return 0;
 }
 
-/// Short lowercase name: "fp32", "bf16", "fp16", "fp8", "int64", "int8", "uint8", "bool".
+/// Short lowercase name: "fp32", "bf16", "fp16", "fp8", "int64", "int32", "int8", "uint8", "bool".
 [[nodiscard]] std::string_view name_of(DType t);
 
 /// Bytes needed to store `elements` values of type `t`: ceil(elements × bits / 8).

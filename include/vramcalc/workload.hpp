@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "vramcalc/quant.hpp"
 #include "vramcalc/units.hpp"
 
 namespace vramcalc {
@@ -78,6 +79,7 @@ struct Workload {
   std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
   DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
   DType kv_dtype = DType::bf16;  ///< KV cache elements
+  Quant quant;                   ///< serving: how the checkpoint stores its weights
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;
   Framework framework = Framework::hf;

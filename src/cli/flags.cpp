@@ -52,6 +52,12 @@ constexpr FlagSpec k_flags[] = {
      "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
      "N "
      "chunks of positions, default 8) (default standard)"},
+    {"quant", "--quant",
+     "serving: how the checkpoint stores its weights: bnb-int8 | bnb-nf4[-dq] | bnb-fp4[-dq] | "
+     "gptq:BITS:GROUP | awq:4:GROUP | fp8 | fp8-block | nvfp4 | mxfp4 | gguf:TYPE (Q8_0, Q6_K, Q5_K_M, "
+     "Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, Q3_K_L, IQ4_XS, F16, BF16; pure Q5_K, Q4_K, Q3_K, Q2_K) (default none)"},
+    {"quant_lm_head", "--quant-lm-head",
+     "yes | no: quantize the output layer too (default: no, as bitsandbytes, GPTQ and AWQ do; yes for GGUF)"},
     {"dp", "--dp", "data-parallel degree (default 1)"},
     {"zero", "--zero",
      "ZeRO stage 0-3: 1 shards optimizer states and master weights, 2 also gradients, 3 also "

@@ -552,16 +552,24 @@ std::string optimizer_text(const Workload& w) {
 }
 
 // Weights, gradients, master weights and optimizer states.
-void model_states(Builder& out, std::span<const ParamTensor> tensors, const ParameterCount& pc,
-                  const Workload& w, std::uint64_t& ddp_buckets) {
+void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor> tensors,
+                  const ParameterCount& pc, const Workload& w, std::uint64_t& ddp_buckets) {
   const Detail d = out.detail;
   const ShardFactors sf = shard_factors(w);
-  out.set(
-      Component::weights,
-      core::state_branch(core::weight_parts(tensors, w, d), sf.weights,
-                         sf.weights > 1 ? k_zero_source
-                                        : std::string_view("vramcalc parameter inventory (parameters.hpp)")));
+  out.set(Component::weights,
+          core::state_branch(core::weight_parts(tensors, m, w, d), sf.weights,
+                             sf.weights > 1 ? k_zero_source : quant_source(w.quant.kind)));
   out.assume(Component::weights, [&] {
+    if (w.quant.kind != QuantKind::none) {
+      return fmt::format("{} parameters stored as {} ({}){}", format_thousands(pc.total), quant_text(w.quant),
+                         w.quant.kind == QuantKind::gguf
+                             ? "a ggml type per tensor; norms in F32"
+                             : fmt::format("decoder-layer linears quantized, {} kept in {}",
+                                           w.quant.quantize_lm_head ? "embeddings and norms"
+                                                                    : "embeddings, lm_head and norms",
+                                           name_of(w.dtype)),
+                         shard_text(sf.weights, "ZeRO-3 shard"));
+    }
     return fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
                        shard_text(sf.weights, "ZeRO-3 shard"));
   });
@@ -699,6 +707,17 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
 
 Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
   const Detail d = out.detail;
+  if (out.tree() && w.quant.kind == QuantKind::gguf) {
+    out.b->notes.emplace_back(
+        "GGUF weights with the hf profile's cache and working set: llama.cpp keeps token_embd in host memory "
+        "and sizes its own compute buffer, which are not modelled yet");
+  }
+  if (out.tree() && w.quant.kind != QuantKind::none) {
+    out.b->notes.emplace_back(
+        "quantized kernels' workspaces and dequantisation buffers are not counted (docs/formulas.md, "
+        "Quantized "
+        "weights)");
+  }
   const std::uint64_t per_token =
       bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
@@ -810,7 +829,7 @@ Totals assemble(Builder& out, const ModelSpec& m, const Workload& w) {
   const ParamTensorList tensors = parameter_tensor_list(m);
   const ParameterCount pc = count_parameters(tensors, m.num_layers);
   std::uint64_t ddp_buckets = 0;
-  model_states(out, tensors, pc, w, ddp_buckets);
+  model_states(out, m, tensors, pc, w, ddp_buckets);
   out.set(Component::runtime_overhead, overhead_branch(w, out.detail));
   out.assume(Component::runtime_overhead, [&] {
     return w.cublas_workspace == 0

@@ -104,7 +104,7 @@ void walk(Node& n, const Symbols& x, std::string_view section) {
 std::string_view section_of(Component c, const Workload& w) {
   switch (c) {
     case Component::weights:
-      return "Weights — weight_bytes";
+      return w.quant.kind == QuantKind::none ? "Weights — weight_bytes" : "Quantized weights — --quant";
     case Component::gradients:
       return "Gradients — gradient_bytes, ddp_bucket_bytes";
     case Component::optimizer_states:

@@ -48,7 +48,9 @@ StateParts parts_in(std::span<const ParamTensor> tensors, DType dtype, std::stri
 
 }  // namespace
 
-StateParts weight_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
+StateParts weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
+                        Detail detail) {
+  if (w.quant.kind != QuantKind::none) return quantized_weight_parts(tensors, m, w, detail);
   const DType dtype = weight_dtype(w);
   if (dtype != DType::fp8) return parts_in(tensors, dtype, "", detail);
   // fp8 serving: decoder-layer linear weights in fp8 with one fp32 scale
@@ -81,8 +83,10 @@ StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,
 
 }  // namespace core
 
-std::uint64_t weight_bytes(const std::vector<ParamTensor>& tensors, const Workload& w) {
-  return core::sharded_bytes(core::weight_parts(tensors, w, core::Detail::totals), shard_factors(w).weights);
+std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w) {
+  const ParamTensorList tensors = parameter_tensor_list(m);
+  return core::sharded_bytes(core::weight_parts(tensors, m, w, core::Detail::totals),
+                             shard_factors(w).weights);
 }
 
 std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w) {

@@ -19,6 +19,11 @@ ParamTensor matrix(std::string_view id, ParamScope scope, std::uint64_t rows, st
   return ParamTensor{id, scope, rows, cols, true, count};
 }
 
+// GPT-2's Conv1D keeps its weight as in × out.
+ParamTensor conv1d(std::string_view id, std::uint64_t in, std::uint64_t out, std::uint64_t count) {
+  return ParamTensor{id, ParamScope::layer, in, out, true, count, true};
+}
+
 ParamTensor vector(std::string_view id, ParamScope scope, std::uint64_t length, std::uint64_t count) {
   return ParamTensor{id, scope, length, 1, false, count};
 }
@@ -35,15 +40,15 @@ void add_gpt2(const ModelSpec& m, ParamTensorList& t) {
   t.push_back(matrix("wpe.weight", ParamScope::position_embedding, m.max_position_embeddings, h, 1));
   t.push_back(vector("ln_1.weight", layer, h, L));
   t.push_back(vector("ln_1.bias", layer, h, L));
-  t.push_back(matrix("attn.c_attn.weight", layer, h, checked_mul(3, qkv), L));
+  t.push_back(conv1d("attn.c_attn.weight", h, checked_mul(3, qkv), L));
   t.push_back(vector("attn.c_attn.bias", layer, checked_mul(3, qkv), L));
-  t.push_back(matrix("attn.c_proj.weight", layer, qkv, h, L));
+  t.push_back(conv1d("attn.c_proj.weight", qkv, h, L));
   t.push_back(vector("attn.c_proj.bias", layer, h, L));
   t.push_back(vector("ln_2.weight", layer, h, L));
   t.push_back(vector("ln_2.bias", layer, h, L));
-  t.push_back(matrix("mlp.c_fc.weight", layer, h, inner, L));
+  t.push_back(conv1d("mlp.c_fc.weight", h, inner, L));
   t.push_back(vector("mlp.c_fc.bias", layer, inner, L));
-  t.push_back(matrix("mlp.c_proj.weight", layer, inner, h, L));
+  t.push_back(conv1d("mlp.c_proj.weight", inner, h, L));
   t.push_back(vector("mlp.c_proj.bias", layer, h, L));
   t.push_back(vector("ln_f.weight", ParamScope::final_norm, h, 1));
   t.push_back(vector("ln_f.bias", ParamScope::final_norm, h, 1));

@@ -95,8 +95,12 @@ class StateParts {
 /// The tree group of a parameter scope: "embedding", "layers", "lm_head", ...
 [[nodiscard]] std::string group_of(ParamScope s);
 
-[[nodiscard]] StateParts weight_parts(std::span<const ParamTensor> tensors, const Workload& w,
-                                      Detail detail = Detail::tree);
+[[nodiscard]] StateParts weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
+                                      const Workload& w, Detail detail = Detail::tree);
+/// The tensors a loaded model holds for its weights under w.quant
+/// (src/core/quant.cpp).
+[[nodiscard]] StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
+                                                const Workload& w, Detail detail);
 [[nodiscard]] StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w,
                                         Detail detail = Detail::tree);
 [[nodiscard]] StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,

@@ -46,6 +46,8 @@ std::string_view name_of(DType t) {
       return "fp8";
     case DType::int64:
       return "int64";
+    case DType::int32:
+      return "int32";
     case DType::int8:
       return "int8";
     case DType::uint8:

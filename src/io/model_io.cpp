@@ -199,6 +199,20 @@ void read_gpt2(const JsonCursor& root, ModelSpec& m) {
   m.embedding_dropout = root.has("embd_pdrop") ? optional_probability(root, "embd_pdrop") : 0.1;
 }
 
+// Whether rope_scaling (or transformers 5's rope_parameters) names
+// `rope_type` (older configs spell the key "type"). Only the type is read.
+bool reads_rope_type(const JsonCursor& root, std::string_view rope_type) {
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto r = root.find(key);
+    if (!r || !r->is_object()) continue;
+    for (const char* name : {"rope_type", "type"}) {
+      const auto t = r->find(name);
+      if (t && t->is_string() && t->string() == rope_type) return true;
+    }
+  }
+  return false;
+}
+
 void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.hidden_size = root.at("hidden_size").positive_integer();
   m.intermediate_size = root.at("intermediate_size").positive_integer();
@@ -261,6 +275,7 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
     m.final_logit_softcapping = optional_number(root, "final_logit_softcapping");
   }
   read_sliding_window(root, m);
+  m.rope_llama3 = reads_rope_type(root, "llama3");
 }
 
 // Keys this reader uses, and keys of Hugging Face configs it deliberately

@@ -137,6 +137,85 @@ Loss parse_loss(std::string_view text, const std::string& origin) {
                                        io::did_you_mean(text, names), io::join(names)));
 }
 
+// --quant: the format names of docs/formulas.md, "Quantized weights".
+const std::vector<std::string> k_quant_forms = {"bnb-int8",   "bnb-nf4",         "bnb-nf4-dq",  "bnb-fp4",
+                                                "bnb-fp4-dq", "gptq:BITS:GROUP", "awq:4:GROUP", "fp8",
+                                                "fp8-block",  "nvfp4",           "mxfp4",       "gguf:TYPE"};
+
+// "4" or "128" in gptq:4:128; GPTQ's "-1" (one group over all inputs) is 0.
+std::uint64_t quant_field(std::string_view field, bool allow_minus_one, const std::string& text,
+                          const std::string& origin) {
+  if (allow_minus_one && field == "-1") return 0;
+  std::uint64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (ec != std::errc() || ptr != field.data() + field.size() || value == 0) {
+    throw InputError(origin, fmt::format("\"{}\": expected gptq:BITS:GROUP or awq:4:GROUP with whole numbers "
+                                         "(GROUP -1 for one group per row with gptq)",
+                                         text));
+  }
+  return value;
+}
+
+Quant parse_quant(std::string_view text, const std::string& origin) {
+  Quant q;
+  const std::string s(text);
+  if (text == "none") return q;
+  if (text == "bnb-int8") return q.kind = QuantKind::bnb_int8, q;
+  if (text == "bnb-nf4" || text == "bnb-nf4-dq" || text == "bnb-fp4" || text == "bnb-fp4-dq") {
+    q.kind = QuantKind::bnb_4bit;
+    q.nf4 = text.substr(4, 3) == "nf4";
+    q.double_quant = text.ends_with("-dq");
+    return q;
+  }
+  if (text == "fp8") return q.kind = QuantKind::fp8, q;
+  if (text == "fp8-block") return q.kind = QuantKind::fp8_block, q;
+  if (text == "nvfp4") return q.kind = QuantKind::nvfp4, q;
+  if (text == "mxfp4") return q.kind = QuantKind::mxfp4, q;
+  if (text.starts_with("gptq:") || text.starts_with("awq:")) {
+    const bool gptq = text.starts_with("gptq:");
+    const std::string_view rest = text.substr(gptq ? 5 : 4);
+    const std::size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) {
+      throw InputError(origin, fmt::format("\"{}\": give the bits and the group size, e.g. {}:4:128", text,
+                                           gptq ? "gptq" : "awq"));
+    }
+    q.kind = gptq ? QuantKind::gptq : QuantKind::awq;
+    const std::uint64_t bits = quant_field(rest.substr(0, colon), false, s, origin);
+    q.group = quant_field(rest.substr(colon + 1), gptq, s, origin);
+    const bool ok = gptq ? (bits == 2 || bits == 3 || bits == 4 || bits == 8) : bits == 4;
+    if (!ok) {
+      throw InputError(origin,
+                       fmt::format("\"{}\": {} stores {} bits", text, gptq ? "GPTQ" : "AutoAWQ's GEMM format",
+                                   gptq ? "2, 3, 4 or 8" : "4"));
+    }
+    q.bits = static_cast<std::uint32_t>(bits);
+    return q;
+  }
+  if (text.starts_with("gguf:")) {
+    const std::string_view type = text.substr(5);
+    q.kind = QuantKind::gguf;
+    std::vector<std::string> names;
+    for (const GgufMixInfo& m : gguf_mixes()) {
+      if (m.name == type) return q.mix = m.mix, q;
+      names.emplace_back(m.name);
+    }
+    for (GgufType t : gguf_pure_types()) {
+      if (gguf_block(t).name == type) return q.mix = GgufMix::pure, q.type = t, q;
+      names.emplace_back(gguf_block(t).name);
+    }
+    throw InputError(origin, fmt::format("unknown GGUF type \"{}\"{} (choose from {})", type,
+                                         io::did_you_mean(type, names), io::join(names)));
+  }
+  throw InputError(origin, fmt::format("unknown format \"{}\"{} (choose from {})", text,
+                                       io::did_you_mean(text, k_quant_forms), io::join(k_quant_forms)));
+}
+
+bool parse_yes_no(std::string_view text, const std::string& origin) {
+  if (text == "yes" || text == "true") return true;
+  if (text == "no" || text == "false") return false;
+  throw InputError(origin, fmt::format("expected yes or no, got \"{}\"", text));
+}
+
 std::uint32_t parse_zero(std::string_view text, const std::string& origin) {
   if (text.size() == 1 && text[0] >= '0' && text[0] <= '3') {
     return static_cast<std::uint32_t>(text[0] - '0');
@@ -185,9 +264,9 @@ std::string_view name_of(LossImpl l) {
 
 const std::vector<std::string>& workload_keys() {
   static const std::vector<std::string> keys = {
-      "mode",      "batch",     "grad_accum", "seq",     "dtype",      "kv_dtype", "precision",
-      "optimizer", "framework", "attention",  "dropout", "checkpoint", "loss",     "dp",
-      "zero",      "fsdp",      "overhead",   "gpu",     "gpu_mem"};
+      "mode",          "batch",     "grad_accum", "seq",     "dtype",      "kv_dtype", "precision",
+      "optimizer",     "framework", "attention",  "dropout", "checkpoint", "loss",     "quant",
+      "quant_lm_head", "dp",        "zero",       "fsdp",    "overhead",   "gpu",      "gpu_mem"};
   return keys;
 }
 
@@ -205,6 +284,8 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "dropout") return put(in.dropout, parse_probability(text, origin), origin);
   if (key == "checkpoint") return put(in.checkpoint, parse_checkpoint(text, origin), origin);
   if (key == "loss") return put(in.loss, parse_loss(text, origin), origin);
+  if (key == "quant") return put(in.quant, parse_quant(text, origin), origin);
+  if (key == "quant_lm_head") return put(in.quant_lm_head, parse_yes_no(text, origin), origin);
   if (key == "dp") return put(in.dp, parse_integer(text, origin, true), origin);
   if (key == "zero") return put(in.zero, parse_zero(text, origin), origin);
   if (key == "fsdp") return put(in.fsdp, parse_choice(k_fsdp, text, origin), origin);
@@ -234,6 +315,9 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       set_from_text(in, key, std::to_string(n), origin);
     } else if (key == "dropout") {
       put(in.dropout, value.probability(), origin);
+    } else if (key == "quant_lm_head" && !value.json().is_string()) {
+      if (!value.json().is_boolean()) value.fail("expected true or false, got " + value.shown());
+      set_from_text(in, key, value.json().get<bool>() ? "yes" : "no", origin);
     } else if ((key == "overhead" || key == "gpu_mem") && value.json().is_number()) {
       set_from_text(in, key, std::to_string(value.non_negative_integer()), origin);
     } else {
@@ -250,6 +334,56 @@ void take(std::optional<Given<T>>& base, const std::optional<Given<T>>& top) {
 
 [[noreturn]] void conflict(const std::string& origin, const std::string& problem) {
   throw InputError(origin, problem);
+}
+
+// What a quantized format can hold for this model (docs/formulas.md,
+// "Quantized weights"), and whether the output layer is quantized.
+void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  Quant& q = w.quant;
+  const std::string& origin = in.quant->origin;
+  const std::string name = quant_text(q);
+  if (q.kind == QuantKind::mxfp4) {
+    conflict(origin, fmt::format("mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert "
+                                 "weights only, and {} has no experts",
+                                 model.name));
+  }
+  const bool llama_layout = model.type != ModelType::gpt2 && !model.fused_qkv;
+  if (q.kind == QuantKind::gguf && !llama_layout) {
+    conflict(origin,
+             fmt::format("{}: GGUF type rules are modelled for Llama-style models with separate q, k, v "
+                         "and gate, up projections; {} fuses them",
+                         name, model.name));
+  }
+  if (q.kind != QuantKind::gguf && in.dtype && w.dtype != DType::bf16 && w.dtype != DType::fp16) {
+    conflict(in.dtype->origin,
+             fmt::format("{} keeps its unquantized tensors and scales in 16-bit: use --dtype "
+                         "bf16 or fp16",
+                         name));
+  }
+  // Every quantized linear: K inputs, N outputs.
+  const std::uint64_t h = model.hidden_size;
+  const std::uint64_t I = model.intermediate_size;
+  const std::uint64_t q_out = model.num_attention_heads * model.head_dim;
+  const std::uint64_t kv_out = model.num_key_value_heads * model.head_dim;
+  for (const auto& [in_features, out_features] :
+       {std::pair{h, q_out}, std::pair{h, kv_out}, std::pair{q_out, h}, std::pair{h, I}, std::pair{I, h}}) {
+    if (q.kind == QuantKind::awq && (in_features % q.group != 0 || out_features % 8 != 0)) {
+      conflict(origin,
+               fmt::format("{}: AutoAWQ's GEMM layout needs input features divisible by the group size "
+                           "and outputs by 8; {} has a {} → {} projection",
+                           name, model.name, in_features, out_features));
+    }
+    if (q.kind == QuantKind::nvfp4 && in_features % 16 != 0) {
+      conflict(origin, fmt::format("nvfp4 scales blocks of 16 inputs; {} has a projection with {} inputs",
+                                   model.name, in_features));
+    }
+  }
+  const bool gguf = q.kind == QuantKind::gguf;
+  q.quantize_lm_head = in.quant_lm_head ? in.quant_lm_head->value : gguf;
+  if (in.quant_lm_head && in.quant_lm_head->value && model.tie_word_embeddings && !gguf) {
+    conflict(in.quant_lm_head->origin,
+             fmt::format("{}'s output layer is its embedding, which {} leaves in 16-bit", model.name, name));
+  }
 }
 
 // What torchtune's LinearCrossEntropyLoss can run: the hf profile's layers,
@@ -290,6 +424,8 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.dropout, top.dropout);
   take(base.checkpoint, top.checkpoint);
   take(base.loss, top.loss);
+  take(base.quant, top.quant);
+  take(base.quant_lm_head, top.quant_lm_head);
   take(base.dp, top.dp);
   take(base.zero, top.zero);
   take(base.fsdp, top.fsdp);
@@ -323,6 +459,12 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
   train_only(in.loss, "the loss implementation");
+  if (in.quant && train) {
+    conflict(
+        in.quant->origin,
+        "quantized weights are modelled for serving (--mode infer); quantized fine-tuning (QLoRA) is not "
+        "modelled yet");
+  }
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
@@ -397,6 +539,11 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   } else {
     w.optimizer = Optimizer::none;
     w.kv_dtype = pick(in.kv_dtype, w.dtype, "kv_dtype");
+    w.quant = pick(in.quant, Quant{}, "quant");
+    if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
+  }
+  if (in.quant_lm_head && w.quant.kind == QuantKind::none) {
+    conflict(in.quant_lm_head->origin, "applies with --quant only");
   }
 
   if (in.gpu && in.gpu_mem) {

@@ -21,8 +21,9 @@ std::string workload_line(const PlanResult& p) {
 std::string workload_line(const Workload& w) {
   if (w.mode == Mode::infer) {
     return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}",
-                       w.batch, w.seq, name_of(w.dtype), name_of(w.kv_dtype), name_of(w.framework),
-                       name_of(w.attention), w.dp);
+                       w.batch, w.seq,
+                       w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
+                       name_of(w.kv_dtype), name_of(w.framework), name_of(w.attention), w.dp);
   }
   return fmt::format(
       "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}, dp {}, zero {}", w.batch,

@@ -77,6 +77,8 @@ json workload_json(const PlanResult& p) {
                        : json(nullptr);
   j["checkpoint"] = train ? json(render_detail::checkpoint_text(w.checkpoint)) : json(nullptr);
   j["loss"] = train ? json(render_detail::loss_text(w.loss)) : json(nullptr);
+  j["quant"] = train ? json(nullptr) : json(quant_text(w.quant));
+  j["quant_lm_head"] = w.quant.kind == QuantKind::none ? json(nullptr) : json(w.quant.quantize_lm_head);
   j["dp"] = w.dp;
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];

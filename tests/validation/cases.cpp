@@ -278,7 +278,14 @@ Evaluation evaluate_published_cases() {
     } else if (quantity == "weights") {
       x.kind = "weights (published)";
       x.predicted = b.components[static_cast<std::size_t>(Component::weights)];
-      x.accelerate = 2 * params;  // "Total Size" in 16-bit: parameters × 2
+      // accelerate estimate-memory's "Total Size": parameters × 2 in 16-bit,
+      // × 1 for int8 (fp8 here), ÷ 2 for int4; it has no GGUF types.
+      const Quant& q = r.workload.quant;
+      if (q.kind == QuantKind::none) x.accelerate = 2 * params;
+      if (q.kind == QuantKind::fp8) x.accelerate = params;
+      if (q.kind == QuantKind::gptq || q.kind == QuantKind::awq) {
+        if (q.bits == 4) x.accelerate = params / 2;
+      }
     } else {
       throw std::runtime_error(id + ": unknown quantity " + quantity);
     }

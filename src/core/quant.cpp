@@ -1,0 +1,489 @@
+// Quantized weights: the tensors each format stores for one parameter
+// tensor, byte for byte (docs/formulas.md, "Quantized weights").
+//
+// Notation: a linear layer maps K input features to N outputs (PyTorch
+// weight N × K; GPT-2's Conv1D stores K × N). Sources per format:
+//  - bitsandbytes (bitsandbytes/functional.py quantize_4bit,
+//    int8_vectorwise_quant; nn/modules.py Params4bit, Int8Params).
+//  - GPTQ (AutoGPTQ nn_modules/qlinear QuantLinear.__init__, GPTQModel
+//    _register_gptq_buffers).
+//  - AWQ (AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM).
+//  - fp8 (vLLM model_executor/layers/quantization/fp8.py; block scales as
+//    DeepSeek-V3's weight_scale_inv).
+//  - NVFP4 (TensorRT-Model-Optimizer qtensor/nvfp4_tensor.py).
+//  - GGUF (ggml/src/ggml.c type_traits; llama.cpp src/llama-quant.cpp).
+#include "vramcalc/quant.hpp"
+
+#include <array>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "core/inventory.hpp"
+#include "core/states.hpp"
+
+namespace vramcalc {
+
+GgufBlock gguf_block(GgufType t) {
+  // ggml type_traits: blck_size and type_size (sizeof the block struct).
+  switch (t) {
+    case GgufType::F32:
+      return {"F32", 1, 4};
+    case GgufType::F16:
+      return {"F16", 1, 2};
+    case GgufType::BF16:
+      return {"BF16", 1, 2};
+    case GgufType::Q4_0:
+      return {"Q4_0", 32, 18};
+    case GgufType::Q4_1:
+      return {"Q4_1", 32, 20};
+    case GgufType::Q5_0:
+      return {"Q5_0", 32, 22};
+    case GgufType::Q5_1:
+      return {"Q5_1", 32, 24};
+    case GgufType::Q8_0:
+      return {"Q8_0", 32, 34};
+    case GgufType::Q2_K:
+      return {"Q2_K", 256, 84};
+    case GgufType::Q3_K:
+      return {"Q3_K", 256, 110};
+    case GgufType::Q4_K:
+      return {"Q4_K", 256, 144};
+    case GgufType::Q5_K:
+      return {"Q5_K", 256, 176};
+    case GgufType::Q6_K:
+      return {"Q6_K", 256, 210};
+    case GgufType::IQ4_NL:
+      return {"IQ4_NL", 32, 18};
+    case GgufType::IQ4_XS:
+      return {"IQ4_XS", 256, 136};
+    case GgufType::MXFP4:
+      return {"MXFP4", 32, 17};
+  }
+  return {"?", 1, 1};
+}
+
+namespace {
+
+// llama-quantize file types with the type most tensors get
+// (llama_ftype_get_default_type), and the types --pure is modelled for.
+constexpr std::array k_mixes = {GgufMixInfo{"F16", GgufMix::F16, GgufType::F16},
+                                GgufMixInfo{"BF16", GgufMix::BF16, GgufType::BF16},
+                                GgufMixInfo{"Q8_0", GgufMix::Q8_0, GgufType::Q8_0},
+                                GgufMixInfo{"Q6_K", GgufMix::Q6_K, GgufType::Q6_K},
+                                GgufMixInfo{"Q5_K_M", GgufMix::Q5_K_M, GgufType::Q5_K},
+                                GgufMixInfo{"Q4_K_M", GgufMix::Q4_K_M, GgufType::Q4_K},
+                                GgufMixInfo{"Q4_K_S", GgufMix::Q4_K_S, GgufType::Q4_K},
+                                GgufMixInfo{"Q4_0", GgufMix::Q4_0, GgufType::Q4_0},
+                                GgufMixInfo{"Q3_K_M", GgufMix::Q3_K_M, GgufType::Q3_K},
+                                GgufMixInfo{"Q3_K_L", GgufMix::Q3_K_L, GgufType::Q3_K},
+                                GgufMixInfo{"IQ4_XS", GgufMix::IQ4_XS, GgufType::IQ4_XS}};
+constexpr std::array k_pure = {GgufType::Q5_K, GgufType::Q4_K, GgufType::Q3_K, GgufType::Q2_K};
+
+const GgufMixInfo& mix_info(GgufMix m) {
+  for (const GgufMixInfo& i : k_mixes) {
+    if (i.mix == m) return i;
+  }
+  return k_mixes[0];  // GgufMix::pure is handled by the callers
+}
+
+}  // namespace
+
+std::span<const GgufMixInfo> gguf_mixes() {
+  return k_mixes;
+}
+
+std::span<const GgufType> gguf_pure_types() {
+  return k_pure;
+}
+
+std::string quant_text(const Quant& q) {
+  switch (q.kind) {
+    case QuantKind::none:
+      return "none";
+    case QuantKind::bnb_int8:
+      return "bnb-int8";
+    case QuantKind::bnb_4bit:
+      return fmt::format("bnb-{}{}", q.nf4 ? "nf4" : "fp4", q.double_quant ? "-dq" : "");
+    case QuantKind::gptq:
+      return fmt::format("gptq:{}:{}", q.bits, q.group == 0 ? std::string("-1") : std::to_string(q.group));
+    case QuantKind::awq:
+      return fmt::format("awq:{}:{}", q.bits, q.group);
+    case QuantKind::fp8:
+      return "fp8";
+    case QuantKind::fp8_block:
+      return "fp8-block";
+    case QuantKind::nvfp4:
+      return "nvfp4";
+    case QuantKind::mxfp4:
+      return "mxfp4";
+    case QuantKind::gguf:
+      return fmt::format("gguf:{}", q.mix == GgufMix::pure ? gguf_block(q.type).name : mix_info(q.mix).name);
+  }
+  return "?";
+}
+
+std::string_view quant_source(QuantKind k) {
+  switch (k) {
+    case QuantKind::none:
+      return "vramcalc parameter inventory (parameters.hpp)";
+    case QuantKind::bnb_int8:
+      return "bitsandbytes functional.py int8_vectorwise_quant; nn/modules.py Int8Params";
+    case QuantKind::bnb_4bit:
+      return "bitsandbytes functional.py quantize_4bit; nn/modules.py Params4bit";
+    case QuantKind::gptq:
+      return "AutoGPTQ nn_modules/qlinear QuantLinear.__init__; GPTQModel _register_gptq_buffers";
+    case QuantKind::awq:
+      return "AutoAWQ awq/modules/linear/gemm.py WQLinear_GEMM";
+    case QuantKind::fp8:
+      return "vLLM model_executor/layers/quantization/fp8.py (per-tensor weight scale)";
+    case QuantKind::fp8_block:
+      return "vLLM fp8.py weight_block_size [128, 128] (DeepSeek-V3 weight_scale_inv)";
+    case QuantKind::nvfp4:
+      return "TensorRT-Model-Optimizer modelopt/torch/quantization/qtensor/nvfp4_tensor.py";
+    case QuantKind::mxfp4:
+      return "OCP Microscaling Formats v1.0; openai/gpt-oss weights.py";
+    case QuantKind::gguf:
+      return "ggml/src/ggml.c type_traits; llama.cpp src/llama-quant.cpp llama_tensor_get_type_impl";
+  }
+  return "";
+}
+
+namespace core {
+
+namespace {
+
+// A linear layer's K (inputs) and N (outputs).
+struct Linear {
+  std::uint64_t in;
+  std::uint64_t out;
+};
+
+Linear linear_of(const ParamTensor& t) {
+  return t.in_by_out ? Linear{t.rows, t.cols} : Linear{t.cols, t.rows};
+}
+
+// Whether the format replaces this tensor. Hugging Face formats quantise
+// the linear layers of the decoder blocks (AutoGPTQ and AutoAWQ walk the
+// blocks; bitsandbytes replaces every nn.Linear but lm_head, which
+// transformers' get_keys_to_not_convert skips); embeddings, norms and
+// biases stay in 16-bit. The untied lm_head on request.
+bool quantized(const ParamTensor& t, const Quant& q) {
+  if (!t.matrix) return false;
+  if (t.scope == ParamScope::layer) return true;
+  return t.scope == ParamScope::lm_head && q.quantize_lm_head;
+}
+
+struct PartAdder {
+  StateParts& parts;
+  const ParamTensor& t;
+
+  // `count` × `elements` of `dtype` per instance of t, named t.id + suffix.
+  void operator()(std::string_view suffix, std::string_view what, std::uint64_t elements, DType dtype,
+                  std::string_view expr, std::uint64_t count = 0) const {
+    parts.add(elements, count == 0 ? t.count : count, dtype, [&] {
+      return PartText{cat(t.id, suffix), cat(t.id, ": ", what), group_of(t.scope), std::string(expr)};
+    });
+  }
+};
+
+void bnb_int8_parts(const PartAdder& add, Linear l) {
+  add("", "int8 weight (Int8Params)", checked_mul(l.out, l.in), DType::int8,
+      fmt::format("{}×{}", l.out, l.in));
+  add(".SCB", "fp32 absmax per output row (SCB)", l.out, DType::fp32, fmt::format("{}", l.out));
+}
+
+// bitsandbytes 4-bit: two values per byte, blocks of 64 with an fp32
+// absmax each; double quantisation stores the absmax as uint8 with an fp32
+// absmax per 256 of them. Every layer has its own 16-entry fp32 code.
+constexpr std::uint64_t k_bnb_block = 64;
+constexpr std::uint64_t k_bnb_nested_block = 256;
+
+void bnb_4bit_parts(const PartAdder& add, Linear l, const Quant& q) {
+  const std::uint64_t n = checked_mul(l.out, l.in);
+  const std::uint64_t blocks = ceil_div(n, k_bnb_block);
+  add("", "packed 4-bit weight, two values per byte (Params4bit)", ceil_div(n, 2), DType::uint8,
+      fmt::format("⌈{}×{} / 2⌉", l.out, l.in));
+  if (q.double_quant) {
+    add(".absmax", "uint8 absmax per block of 64 (double quantised)", blocks, DType::uint8,
+        fmt::format("⌈{}×{} / 64⌉", l.out, l.in));
+    add(".nested_absmax", "fp32 absmax per 256 blocks", ceil_div(blocks, k_bnb_nested_block), DType::fp32,
+        fmt::format("⌈{} / 256⌉", blocks));
+    add(".offset", "fp32 mean of the absmax", 1, DType::fp32, "1");
+  } else {
+    add(".absmax", "fp32 absmax per block of 64", blocks, DType::fp32,
+        fmt::format("⌈{}×{} / 64⌉", l.out, l.in));
+  }
+  add(".quant_map", q.nf4 ? "NF4 code, 16 fp32 values" : "FP4 code, 16 fp32 values", 16, DType::fp32, "16");
+}
+
+// GPTQ: int32 words of 32/bits values along K; zero points packed along N;
+// 16-bit scales per group and output; g_idx (the group of each input
+// feature) is stored even without act-order.
+void gptq_parts(const PartAdder& add, Linear l, const Quant& q, DType scales) {
+  const std::uint64_t groups = q.group == 0 ? 1 : ceil_div(l.in, q.group);
+  add(".qweight", "int32 words of packed weights",
+      checked_mul(ceil_div(checked_mul(l.in, q.bits), 32), l.out), DType::int32,
+      fmt::format("⌈{}·{} / 32⌉×{}", l.in, q.bits, l.out));
+  add(".qzeros", "int32 words of packed zero points, per group",
+      checked_mul(groups, ceil_div(checked_mul(l.out, q.bits), 32)), DType::int32,
+      fmt::format("{}×⌈{}·{} / 32⌉", groups, l.out, q.bits));
+  add(".scales", "scales per group and output", checked_mul(groups, l.out), scales,
+      fmt::format("{}×{}", groups, l.out));
+  add(".g_idx", "group index of each input feature", l.in, DType::int32, fmt::format("{}", l.in));
+}
+
+// AutoAWQ GEMM (4-bit): eight values per int32 along N, for the weight and
+// the zero points; fp16 scales per group.
+void awq_parts(const PartAdder& add, Linear l, const Quant& q) {
+  const std::uint64_t groups = l.in / q.group;
+  add(".qweight", "int32 words of packed weights", checked_mul(l.in, l.out / 8), DType::int32,
+      fmt::format("{}×{} / 8", l.in, l.out));
+  add(".qzeros", "int32 words of packed zero points, per group", checked_mul(groups, l.out / 8), DType::int32,
+      fmt::format("{}×{} / 8", groups, l.out));
+  add(".scales", "fp16 scales per group and output", checked_mul(groups, l.out), DType::fp16,
+      fmt::format("{}×{}", groups, l.out));
+}
+
+constexpr std::uint64_t k_fp8_block = 128;
+
+void fp8_parts(const PartAdder& add, Linear l, bool block) {
+  add("", "fp8 weight", checked_mul(l.out, l.in), DType::fp8, fmt::format("{}×{}", l.out, l.in));
+  if (block) {
+    add(".weight_scale_inv", "fp32 scale per 128×128 block",
+        checked_mul(ceil_div(l.out, k_fp8_block), ceil_div(l.in, k_fp8_block)), DType::fp32,
+        fmt::format("⌈{} / 128⌉×⌈{} / 128⌉", l.out, l.in));
+  } else {
+    add(".weight_scale", "fp32 scale of the tensor", 1, DType::fp32, "1");
+  }
+}
+
+// NVFP4: two e2m1 values per byte, an fp8 e4m3 scale per 16 values, fp32
+// global scales for the weight and the input.
+void nvfp4_parts(const PartAdder& add, Linear l) {
+  const std::uint64_t n = checked_mul(l.out, l.in);
+  add("", "packed fp4 (e2m1) weight, two values per byte", n / 2, DType::uint8,
+      fmt::format("{}×{} / 2", l.out, l.in));
+  add(".weight_scale", "fp8 (e4m3) scale per 16 values", n / 16, DType::fp8,
+      fmt::format("{}×{} / 16", l.out, l.in));
+  add(".weight_scale_2", "fp32 global scale of the weight", 1, DType::fp32, "1");
+  add(".input_scale", "fp32 global scale of the input", 1, DType::fp32, "1");
+}
+
+// ---- GGUF ---------------------------------------------------------------------
+
+// llama.cpp use_more_bits: the first and last eighth of the layers and
+// every third layer between them get the larger type.
+bool use_more_bits(std::uint64_t i, std::uint64_t n) {
+  return i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2);
+}
+
+enum class Role : std::uint8_t {
+  token_embd,
+  output,
+  attn_q,
+  attn_k,
+  attn_v,
+  attn_output,
+  ffn_gate,
+  ffn_up,
+  ffn_down,
+  other
+};
+
+Role role_of(const ParamTensor& t) {
+  const std::string_view id = t.id;
+  if (t.scope == ParamScope::embedding) return Role::token_embd;
+  if (t.scope == ParamScope::lm_head) return Role::output;
+  if (id == "self_attn.q_proj.weight") return Role::attn_q;
+  if (id == "self_attn.k_proj.weight") return Role::attn_k;
+  if (id == "self_attn.v_proj.weight") return Role::attn_v;
+  if (id == "self_attn.o_proj.weight") return Role::attn_output;
+  if (id == "mlp.gate_proj.weight") return Role::ffn_gate;
+  if (id == "mlp.up_proj.weight") return Role::ffn_up;
+  if (id == "mlp.down_proj.weight") return Role::ffn_down;
+  return Role::other;
+}
+
+GgufType default_type(GgufMix m, GgufType pure) {
+  return m == GgufMix::pure ? pure : mix_info(m).base;
+}
+
+bool is_quantized_type(GgufType t) {
+  return t != GgufType::F32 && t != GgufType::F16 && t != GgufType::BF16;
+}
+
+struct GgufContext {
+  const Quant& q;
+  std::uint64_t layers;
+  std::uint64_t gqa;  ///< n_head / n_head_kv
+  bool tied;
+};
+
+// llama_tensor_get_type_impl for a Llama-style dense model, without an
+// importance matrix. `layer` is the block index (tensors are visited in
+// layer order, so llama.cpp's per-kind counters equal it).
+GgufType gguf_type(const GgufContext& c, Role role, std::uint64_t layer) {
+  const GgufType base = default_type(c.q.mix, c.q.type);
+  if (!is_quantized_type(base) || c.q.mix == GgufMix::pure) {
+    if (role == Role::output && !c.q.quantize_lm_head) return GgufType::F16;
+    return base;
+  }
+  const GgufMix mix = c.q.mix;
+  const std::uint64_t n = c.layers;
+  if (role == Role::output || (role == Role::token_embd && c.tied)) {
+    if (!c.q.quantize_lm_head) return GgufType::F16;  // --leave-output-tensor
+    return base == GgufType::Q8_0 ? GgufType::Q8_0 : GgufType::Q6_K;
+  }
+  switch (role) {
+    case Role::attn_v:
+      if (mix == GgufMix::Q4_K_M || mix == GgufMix::Q5_K_M)
+        return use_more_bits(layer, n) ? GgufType::Q6_K : base;
+      if (mix == GgufMix::Q4_K_S) return layer < 4 ? GgufType::Q5_K : base;
+      if (mix == GgufMix::Q3_K_M) return layer < 2 ? GgufType::Q5_K : GgufType::Q4_K;
+      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
+      if (mix == GgufMix::IQ4_XS && c.gqa >= 4) return GgufType::Q5_K;
+      return base;
+    case Role::ffn_down:
+      if (mix == GgufMix::Q4_K_M || mix == GgufMix::Q5_K_M)
+        return use_more_bits(layer, n) ? GgufType::Q6_K : base;
+      if (mix == GgufMix::Q4_K_S || mix == GgufMix::IQ4_XS) return layer < n / 8 ? GgufType::Q5_K : base;
+      if (mix == GgufMix::Q3_K_M) return layer < n / 16 ? GgufType::Q5_K : GgufType::Q4_K;
+      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
+      return base;
+    case Role::attn_output:
+      if (mix == GgufMix::Q3_K_M) return GgufType::Q4_K;
+      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
+      return base;
+    default:
+      return base;
+  }
+}
+
+// tensor_type_fallback: a row that is not a whole number of blocks.
+GgufType fitting_type(GgufType t, std::uint64_t row) {
+  if (row % gguf_block(t).elements == 0) return t;
+  GgufType next = GgufType::F16;
+  switch (t) {
+    case GgufType::IQ4_XS:
+      next = GgufType::IQ4_NL;
+      break;
+    case GgufType::Q2_K:
+    case GgufType::Q3_K:
+      next = GgufType::Q4_0;
+      break;
+    case GgufType::Q4_K:
+      next = GgufType::Q5_0;
+      break;
+    case GgufType::Q5_K:
+      next = GgufType::Q5_1;
+      break;
+    case GgufType::Q6_K:
+      next = GgufType::Q8_0;
+      break;
+    default:
+      return GgufType::F16;
+  }
+  return row % gguf_block(next).elements == 0 ? next : GgufType::F16;
+}
+
+void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c) {
+  // 1-D tensors (norms, biases) stay F32 (convert_hf_to_gguf writes them so
+  // and the quantizer skips tensors of fewer than two dimensions).
+  if (!t.matrix) {
+    parts.add(t.elements(), t.count, DType::fp32, [&] {
+      return PartText{std::string(t.id), cat(t.id, ": F32"), group_of(t.scope), fmt::format("{}", t.rows)};
+    });
+    return;
+  }
+  const Role role = role_of(t);
+  const std::uint64_t row = t.cols;
+  // Split the layers by their type: two runs at most per tensor kind.
+  std::array<std::uint64_t, 16> counts{};
+  const std::uint64_t instances = t.scope == ParamScope::layer ? t.count : 1;
+  for (std::uint64_t i = 0; i < instances; ++i) {
+    const GgufType type = fitting_type(gguf_type(c, role, i), row);
+    counts[static_cast<std::size_t>(type)] += t.scope == ParamScope::layer ? 1 : t.count;
+  }
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] == 0) continue;
+    const GgufBlock b = gguf_block(static_cast<GgufType>(k));
+    const std::uint64_t bytes = checked_mul(t.rows, checked_mul(row / b.elements, b.bytes));
+    parts.add(bytes, counts[k], DType::uint8, [&] {
+      return PartText{cat(t.id, ".", b.name),
+                      fmt::format("{}: {} ({} B per {} values)", t.id, b.name, b.bytes, b.elements),
+                      group_of(t.scope), fmt::format("{}×{}/{}×{}", t.rows, row, b.elements, b.bytes)};
+    });
+  }
+}
+
+}  // namespace
+
+StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
+                                  Detail detail) {
+  const Quant& q = w.quant;
+  StateParts parts(detail);
+  if (q.kind == QuantKind::gguf) {
+    const GgufContext c{q, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
+                        m.tie_word_embeddings};
+    for (const ParamTensor& t : tensors) gguf_parts(parts, t, c);
+    // Llama 3.1's rope scaling is written as a tensor of head_dim / 2 F32
+    // frequency factors (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors).
+    if (m.rope_llama3) {
+      parts.add(m.head_dim / 2, 1, DType::fp32, [] {
+        return PartText{"rope_freqs.weight", "rope_freqs.weight: F32 (Llama 3 rope scaling factors)", "model",
+                        "head_dim / 2"};
+      });
+    }
+    return parts;
+  }
+  const DType unquantized = w.dtype;
+  bool bnb_code = false;
+  for (const ParamTensor& t : tensors) {
+    const PartAdder add{parts, t};
+    if (!quantized(t, q)) {
+      add("", cat("in ", name_of(unquantized)), t.elements(), unquantized,
+          t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows));
+      continue;
+    }
+    const Linear l = linear_of(t);
+    switch (q.kind) {
+      case QuantKind::bnb_int8:
+        bnb_int8_parts(add, l);
+        break;
+      case QuantKind::bnb_4bit:
+        bnb_4bit_parts(add, l, q);
+        bnb_code = bnb_code || q.double_quant;
+        break;
+      case QuantKind::gptq:
+        gptq_parts(add, l, q, unquantized);
+        break;
+      case QuantKind::awq:
+        awq_parts(add, l, q);
+        break;
+      case QuantKind::fp8:
+      case QuantKind::fp8_block:
+        fp8_parts(add, l, q.kind == QuantKind::fp8_block);
+        break;
+      case QuantKind::nvfp4:
+        nvfp4_parts(add, l);
+        break;
+      case QuantKind::mxfp4:  // MoE experts only; the input boundary rejects dense models
+      case QuantKind::gguf:
+      case QuantKind::none:
+        break;
+    }
+  }
+  // Double quantisation's 256-entry fp32 dynamic code, one tensor shared by
+  // every layer (bitsandbytes functional.py name2qmap["dynamic"]).
+  if (bnb_code) {
+    parts.add(256, 1, DType::fp32, [] {
+      return PartText{"bnb.dynamic_code", "double quantisation's dynamic code, shared", "model", "256"};
+    });
+  }
+  return parts;
+}
+
+}  // namespace core
+
+}  // namespace vramcalc

@@ -1,0 +1,137 @@
+// Quantized weights (--quant): each format's tensors on a tiny model, worked
+// by hand, and llama.cpp's published tensor-type counts.
+#include <map>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "core/states.hpp"
+#include "helpers.hpp"
+#include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+// Tiny Llama (helpers.hpp): per layer q 8×8, k 4×8, v 4×8, o 8×8, gate and
+// up 12×8, down 8×12 (out × in); 2 layers; embed and lm_head 10×8; norms 8.
+// Unquantized in bf16: embed 160 + lm_head 160 + norms (2·2 + 1)·8·2 = 80.
+constexpr std::uint64_t k_unquantized = 160 + 160 + 80;
+
+std::uint64_t weights(const ModelSpec& m, std::initializer_list<std::pair<std::string, std::string>> s) {
+  return weight_bytes(m, test::workload(m, s));
+}
+
+}  // namespace
+
+TEST_CASE("quant: bitsandbytes int8 and 4-bit on a tiny Llama", "[quant]") {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  // int8: N·K bytes and 4·N per linear. Per layer N·K = 64 + 32 + 32 + 64 + 96 + 96 + 96 = 480,
+  // N = 8 + 4 + 4 + 8 + 12 + 12 + 8 = 56.
+  CHECK(weights(m, {{"quant", "bnb-int8"}}) == k_unquantized + 2 * (480 + 4 * 56));
+  // nf4 without double quantisation, per linear: ⌈N·K/2⌉ + 4·⌈N·K/64⌉ + 64 (code).
+  // N·K: 64, 32, 32, 64, 96, 96, 96 → packed 240, absmax blocks 1+1+1+1+2+2+2 = 10.
+  CHECK(weights(m, {{"quant", "bnb-nf4"}}) == k_unquantized + 2 * (240 + 4 * 10 + 7 * 64));
+  // Double quantisation: uint8 absmax (10 B), one fp32 per 256 blocks (7 × 4),
+  // an fp32 offset per linear (7 × 4), plus one shared 256-entry fp32 code.
+  CHECK(weights(m, {{"quant", "bnb-nf4-dq"}}) == k_unquantized + 2 * (240 + 10 + 28 + 28 + 7 * 64) + 1024);
+  CHECK(weights(m, {{"quant", "bnb-fp4"}}) == weights(m, {{"quant", "bnb-nf4"}}));
+}
+
+TEST_CASE("quant: GPTQ and AWQ on a tiny Llama", "[quant]") {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  // GPTQ 4-bit, group 4, per linear (K in, N out): qweight ⌈4K/32⌉·N int32,
+  // qzeros G·⌈4N/32⌉ int32, scales G·N 16-bit, g_idx K int32; G = ⌈K/4⌉.
+  //   q  K8 N8:  1·8·4 + 2·1·4 + 2·8·2 + 8·4  = 32 + 8 + 32 + 32 = 104
+  //   k  K8 N4:  1·4·4 + 2·1·4 + 2·4·2 + 32   = 16 + 8 + 16 + 32 = 72 (v the same)
+  //   o  K8 N8:  104
+  //   gate, up K8 N12: 1·12·4 + 2·2·4 + 2·12·2 + 32 = 48 + 16 + 48 + 32 = 144
+  //     (⌈12·4/32⌉ = 2 words of zero points per group, GPTQModel's ceil)
+  //   down K12 N8: 2·8·4 + 3·1·4 + 3·8·2 + 12·4 = 64 + 12 + 48 + 48 = 172
+  const std::uint64_t layer = 104 + 72 + 72 + 104 + 144 + 144 + 172;
+  CHECK(weights(m, {{"quant", "gptq:4:4"}}) == k_unquantized + 2 * layer);
+  // Group -1: one group over all inputs.
+  //   q 32 + 4 + 16 + 32 = 84; k, v 16 + 4 + 8 + 32 = 60; o 84;
+  //   gate, up 48 + 8 + 24 + 32 = 112; down 64 + 4 + 16 + 48 = 132
+  CHECK(weights(m, {{"quant", "gptq:4:-1"}}) == k_unquantized + 2 * (84 + 60 + 60 + 84 + 112 + 112 + 132));
+  // AWQ packs eight outputs per int32: k and v have N = 4, which its GEMM
+  // layout cannot hold.
+  CHECK_THROWS_AS(test::workload(m, {{"quant", "awq:4:4"}}), InputError);
+  // hidden 16, 2 heads of 8, 1 KV head, I 24: every N a multiple of 8.
+  // Per linear qweight K·N/8 int32, qzeros (K/8)·N/8 int32, fp16 scales (K/8)·N, group 8:
+  //   q K16 N16: 16·2·4 + 2·2·4 + 2·16·2 = 128 + 16 + 64 = 208 (o the same)
+  //   k K16 N8:  16·1·4 + 2·1·4 + 2·8·2  = 64 + 8 + 32 = 104 (v the same)
+  //   gate, up K16 N24: 16·3·4 + 2·3·4 + 2·24·2 = 192 + 24 + 96 = 312
+  //   down K24 N16: 24·2·4 + 3·2·4 + 3·16·2 = 192 + 24 + 96 = 312
+  const ModelSpec wide = test::model(R"({
+    "model_type": "llama", "vocab_size": 10, "hidden_size": 16, "num_hidden_layers": 1,
+    "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8, "intermediate_size": 24,
+    "max_position_embeddings": 64, "tie_word_embeddings": false})");
+  // Unquantized fp16: embed and lm_head 10·16·2 each, norms 3·16·2.
+  CHECK(weight_bytes(wide, test::workload(wide, {{"quant", "awq:4:8"}, {"dtype", "fp16"}})) ==
+        320 + 320 + 96 + 208 + 208 + 104 + 104 + 312 + 312 + 312);
+}
+
+TEST_CASE("quant: fp8 and NVFP4 on a tiny Llama", "[quant]") {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  // fp8: N·K bytes and one fp32 scale per linear.
+  CHECK(weights(m, {{"quant", "fp8"}}) == k_unquantized + 2 * (480 + 7 * 4));
+  // 128×128 blocks: every tiny linear is one block.
+  CHECK(weights(m, {{"quant", "fp8-block"}}) == weights(m, {{"quant", "fp8"}}));
+  // NVFP4 needs inputs in blocks of 16; the tiny model's are 8 and 12.
+  CHECK_THROWS_AS(test::workload(m, {{"quant", "nvfp4"}}), InputError);
+}
+
+TEST_CASE("quant: the output layer is quantized on request", "[quant]") {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  // lm_head 10×8 in int8: 80 + 4·10 instead of 160 in bf16.
+  CHECK(weights(m, {{"quant", "bnb-int8"}, {"quant_lm_head", "yes"}}) ==
+        weights(m, {{"quant", "bnb-int8"}}) - 160 + 80 + 40);
+}
+
+TEST_CASE("quant: Llama-3.1-8B Q4_K_M has llama.cpp's tensor types", "[quant]") {
+  // A llama.cpp load log of Llama-3.1-8B-Instruct Q4_K_M reports
+  // "type f32: 66 tensors, type q4_K: 193 tensors, type q6_K: 33 tensors".
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Workload w = test::workload(m, {{"quant", "gguf:Q4_K_M"}});
+  const core::StateParts parts = core::weight_parts(parameter_tensors(m), m, w);
+  std::map<std::string, std::uint64_t> tensors;
+  for (const core::StatePart& p : parts.parts()) {
+    const std::string type = p.dtype == DType::fp32 ? "F32" : p.id.substr(p.id.rfind('.') + 1);
+    tensors[type] += p.count;
+  }
+  CHECK(tensors["F32"] == 66);  // 64 layer norms, the final norm, rope_freqs
+  CHECK(tensors["Q4_K"] == 193);
+  CHECK(tensors["Q6_K"] == 33);
+  CHECK(tensors.size() == 3);
+}
+
+TEST_CASE("quant: a GGUF row that is not a whole number of blocks falls back", "[quant]") {
+  // hidden 96: rows of 96 values are not whole 256-value K-quant blocks, so
+  // Q4_K falls back to Q5_0 (22 B per 32) and Q6_K to Q8_0 (34 B per 32)
+  // (llama.cpp tensor_type_fallback); the 256-wide down projection keeps Q4_K.
+  const ModelSpec m = test::model(R"({
+    "model_type": "llama", "vocab_size": 32, "hidden_size": 96, "num_hidden_layers": 1,
+    "num_attention_heads": 1, "num_key_value_heads": 1, "head_dim": 96, "intermediate_size": 256,
+    "max_position_embeddings": 64, "tie_word_embeddings": false})");
+  const Workload w = test::workload(m, {{"quant", "gguf:Q4_K_M"}});
+  // Layer 0 of 1: use_more_bits holds (0 ≥ 7·1/8 = 0), so v and down are Q6_K.
+  //   embed 32×96 Q5_0: 32·3·22 = 2112; output 32×96 Q8_0 (fallback of Q6_K): 32·3·34 = 3264
+  //   q, k, o 96×96 Q5_0: 3 · 96·3·22 = 19008; v 96×96 Q8_0: 96·3·34 = 9792
+  //   gate, up 256×96 Q5_0: 2 · 256·3·22 = 33792; down 96×256 Q6_K: 96·210 = 20160
+  //   norms 3 × 96 F32 = 1152
+  CHECK(weight_bytes(m, w) == 2112 + 3264 + 19008 + 9792 + 33792 + 20160 + 1152);
+}
+
+TEST_CASE("quant: smaller GGUF file types are smaller", "[quant][property]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  std::uint64_t previous = UINT64_MAX;
+  for (const char* type :
+       {"F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q4_K_S", "IQ4_XS", "Q3_K_L", "Q3_K_M"}) {
+    INFO(type);
+    const std::uint64_t bytes = weights(m, {{"quant", std::string("gguf:") + type}});
+    CHECK(bytes < previous);
+    previous = bytes;
+  }
+}
