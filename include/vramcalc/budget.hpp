@@ -83,6 +83,11 @@ struct Budget {
   std::uint64_t peak_device = 0;  ///< peak_reserved + runtime_overhead (nvidia-smi)
   std::uint64_t sum = 0;          ///< sum of the components
 
+  /// Memory the engine keeps in host RAM instead (llama.cpp's token
+  /// embeddings): leaves, and their total. Not part of any GPU figure.
+  std::vector<Node> host;
+  std::uint64_t host_bytes = 0;
+
   /// What drives each component, in words: ("activations", "no checkpointing, ...").
   std::vector<std::pair<std::string, std::string>> assumptions;
   /// Things the user should know: fallbacks, caveats.

@@ -90,6 +90,15 @@ struct ShardFactors {
 /// kv_cache_interface.py (FullAttentionSpec, SlidingWindowSpec).
 [[nodiscard]] std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w);
 
+/// Cells llama.cpp allocates per sequence: the context rounded up to a
+/// multiple of 256 (llama-context.cpp pads n_ctx; one KV stream per
+/// sequence).
+[[nodiscard]] std::uint64_t llamacpp_kv_cells(const Workload& w);
+
+/// Bytes of one K or V row of `width` values in the workload's KV type:
+/// width × element bytes, or whole ggml blocks for q8_0, q4_0, ...
+[[nodiscard]] std::uint64_t kv_row_bytes(std::uint64_t width, const Workload& w);
+
 // ---- runtime ----------------------------------------------------------------
 
 /// The CUDA context with lazy module loading, outside PyTorch's allocator:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "vramcalc/quant.hpp"
@@ -33,6 +34,12 @@ enum class Optimizer : std::uint8_t { adamw, adam, sgd, sgd_momentum, lion, adaf
 enum class Framework : std::uint8_t {
   hf,        ///< Hugging Face transformers with PyTorch SDPA
   megatron,  ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
+};
+
+/// What serves the model (docs/formulas.md, "Inference engines").
+enum class Engine : std::uint8_t {
+  hf,        ///< Hugging Face transformers generate() with a static cache
+  llamacpp,  ///< llama.cpp with a GGUF file, every layer offloaded to the GPU
 };
 
 enum class AttentionImpl : std::uint8_t {
@@ -80,6 +87,9 @@ struct Workload {
   DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
   DType kv_dtype = DType::bf16;  ///< KV cache elements
   Quant quant;                   ///< serving: how the checkpoint stores its weights
+  Engine engine = Engine::hf;    ///< serving
+  /// llama.cpp's quantized KV cache types (q8_0, q4_0, ...); kv_dtype otherwise.
+  std::optional<GgufType> kv_block;
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;
   Framework framework = Framework::hf;
@@ -104,5 +114,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(AttentionImpl a);
 [[nodiscard]] std::string_view name_of(CheckpointKind c);
 [[nodiscard]] std::string_view name_of(LossImpl l);
+[[nodiscard]] std::string_view name_of(Engine e);
 
 }  // namespace vramcalc

@@ -27,7 +27,12 @@ constexpr FlagSpec k_flags[] = {
     {"dtype", "--dtype",
      "fp32 | bf16 | fp16 | fp8: weights when serving, compute dtype when training (default bf16; "
      "fp8 is serving only)"},
-    {"kv_dtype", "--kv-dtype", "KV cache element type when serving (default: --dtype)"},
+    {"kv_dtype", "--kv-dtype",
+     "KV cache element type when serving: fp32 | bf16 | fp16 | fp8, or with --engine llamacpp q8_0 | q4_0 | "
+     "q4_1 | q5_0 | q5_1 | iq4_nl (default: --dtype; fp16 for llamacpp)"},
+    {"engine", "--engine",
+     "serving engine: hf (transformers generate, static cache) | llamacpp (llama.cpp with a GGUF file, "
+     "all layers on the GPU; needs --quant gguf:TYPE) (default hf)"},
     {"precision", "--precision",
      "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
      "params "

@@ -705,12 +705,60 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   return training_moments(t, out.components, ddp_buckets, z3f, z3b);
 }
 
+// llama.cpp (--engine llamacpp): every layer on the GPU, token_embd in host
+// memory, K and V of each layer for the padded cells of every sequence.
+// Its compute buffer (a fixed allocation sized for the largest batch) is
+// not modelled yet.
+Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
+  const Detail d = out.detail;
+  const std::uint64_t width = checked_mul(m.num_key_value_heads, m.head_dim);
+  const std::uint64_t row = kv_row_bytes(width, w);
+  const std::uint64_t cells = llamacpp_kv_cells(w);
+  const std::string type =
+      w.kv_block ? std::string(gguf_block(*w.kv_block).name) : std::string(name_of(w.kv_dtype));
+  Branch kv(d);
+  kv.leaf(checked_product(2, row, cells, w.batch), m.num_layers, [&] {
+    return LeafText{
+        "layers", fmt::format("K and V of every layer in {}, {} cells per sequence", type, cells),
+        "2·b·⌈s/256⌉·256 × K/V row bytes",
+        "llama.cpp src/llama-kv-cache.cpp (K and V tensors per layer); src/llama-context.cpp (n_ctx "
+        "padded to 256)"};
+  });
+  out.set(Component::kv_cache, std::move(kv));
+  out.assume(Component::kv_cache, [&] {
+    return fmt::format("llama.cpp cache: {} cells × {} sequences in {} (a {}-value row is {} B)", cells,
+                       w.batch, type, width, row);
+  });
+  out.assume(Component::transient, [] { return "llama.cpp's compute buffer is not modelled yet"; });
+  if (out.tree()) {
+    const ParamTensorList tensors = parameter_tensor_list(m);
+    const core::StateParts host = core::host_weight_parts(tensors, m, w, d);
+    Budget& b = *out.b;
+    for (const core::StatePart& p : host.parts()) {
+      b.host.push_back(leaf(p.id, p.label + ", kept in host memory by llama.cpp",
+                            bytes_for(p.elements, p.dtype), p.count,
+                            fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
+                            std::string(quant_source(QuantKind::gguf))));
+      b.host_bytes = checked_add(b.host_bytes, b.host.back().bytes);
+    }
+    b.notes.emplace_back(
+        "llama.cpp's compute buffer (sized at start for the largest batch) is not modelled yet");
+  }
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  // llama.cpp allocates the cache with the model, before the first token.
+  add_moment(moments, "load", live, Inventory(d));
+  return moments;
+}
+
 Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
   const Detail d = out.detail;
-  if (out.tree() && w.quant.kind == QuantKind::gguf) {
+  if (out.tree() && w.quant.kind == QuantKind::gguf && w.engine != Engine::llamacpp) {
     out.b->notes.emplace_back(
-        "GGUF weights with the hf profile's cache and working set: llama.cpp keeps token_embd in host memory "
-        "and sizes its own compute buffer, which are not modelled yet");
+        "GGUF weights with the hf profile's cache and working set; --engine llamacpp models llama.cpp's own "
+        "cache and keeps token_embd in host memory");
   }
   if (out.tree() && w.quant.kind != QuantKind::none) {
     out.b->notes.emplace_back(
@@ -718,6 +766,7 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
         "Quantized "
         "weights)");
   }
+  if (w.engine == Engine::llamacpp) return llamacpp(out, m, w);
   const std::uint64_t per_token =
       bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
@@ -800,9 +849,12 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
   // grow); a component live in part (gradients mid-backward) takes its
   // share of its whole rounding. The tree path takes a component's rounding
   // from the tree's leaves, the totals path from the same leaves' tallies.
+  // llama.cpp allocates each buffer whole (ggml backend buffers), outside
+  // PyTorch's caching allocator: no rounding.
+  const bool caching_allocator = w.mode == Mode::train || w.engine != Engine::llamacpp;
   ComponentBytes rounding{};
   for (std::size_t i = 0; i < k_component_count; ++i) {
-    if (i == idx(Component::runtime_overhead) || r.components[i] == 0) continue;
+    if (!caching_allocator || i == idx(Component::runtime_overhead) || r.components[i] == 0) continue;
     rounding[i] = out.tree() ? rounding_of(out.b->breakdown[i]) : out.rounding[i];
   }
   r.peak_reserved = r.peak_allocated;

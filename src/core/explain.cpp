@@ -117,7 +117,8 @@ std::string_view section_of(Component c, const Workload& w) {
     case Component::logits:
       return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
-      return "KV cache — kv_cache_bytes";
+      return w.engine == Engine::llamacpp && w.mode == Mode::infer ? "Inference engines — --engine"
+                                                                   : "KV cache — kv_cache_bytes";
     case Component::transient:
       return w.mode == Mode::train ? "Transients" : "Inference working set";
     case Component::runtime_overhead:

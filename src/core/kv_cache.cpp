@@ -5,8 +5,25 @@
 
 namespace vramcalc {
 
+std::uint64_t llamacpp_kv_cells(const Workload& w) {
+  constexpr std::uint64_t pad = 256;
+  return checked_mul(ceil_div(w.seq, pad), pad);
+}
+
+std::uint64_t kv_row_bytes(std::uint64_t width, const Workload& w) {
+  if (!w.kv_block) return bytes_for(width, w.kv_dtype);
+  const GgufBlock b = gguf_block(*w.kv_block);
+  return checked_mul(width / b.elements, b.bytes);
+}
+
 std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w) {
   if (w.mode != Mode::infer) return 0;
+  // llama.cpp: every layer holds K and V rows for its padded cells
+  // (llama-kv-cache.cpp: one [n_embd_k_gqa, kv_size] tensor each).
+  if (w.engine == Engine::llamacpp) {
+    const std::uint64_t row = kv_row_bytes(checked_mul(m.num_key_value_heads, m.head_dim), w);
+    return checked_product(2, row, llamacpp_kv_cells(w), w.batch, m.num_layers);
+  }
   // Per token per layer: K and V, each k heads × head_dim elements.
   const std::uint64_t per_token = checked_product(2, m.num_key_value_heads, m.head_dim);
   const std::uint64_t window_tokens = m.sliding_window > 0 ? std::min(w.seq, m.sliding_window) : w.seq;

@@ -426,7 +426,22 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
   if (q.kind == QuantKind::gguf) {
     const GgufContext c{q, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
                         m.tie_word_embeddings};
-    for (const ParamTensor& t : tensors) gguf_parts(parts, t, c);
+    const bool llamacpp = w.engine == Engine::llamacpp;
+    for (const ParamTensor& t : tensors) {
+      if (!llamacpp || t.scope != ParamScope::embedding) {
+        gguf_parts(parts, t, c);
+        continue;
+      }
+      // llama.cpp keeps token_embd in host memory (host_weight_parts); a
+      // tied model gets a copy on the GPU as its output layer
+      // (llama-model.cpp: output created from token_embd, TENSOR_DUPLICATED).
+      if (m.tie_word_embeddings) {
+        ParamTensor output = t;
+        output.id = "output.weight (copy of the tied token_embd)";
+        output.scope = ParamScope::lm_head;
+        gguf_parts(parts, output, c);
+      }
+    }
     // Llama 3.1's rope scaling is written as a tensor of head_dim / 2 F32
     // frequency factors (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors).
     if (m.rope_llama3) {
@@ -480,6 +495,18 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
     parts.add(256, 1, DType::fp32, [] {
       return PartText{"bnb.dynamic_code", "double quantisation's dynamic code, shared", "model", "256"};
     });
+  }
+  return parts;
+}
+
+StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
+                             Detail detail) {
+  StateParts parts(detail);
+  if (w.engine != Engine::llamacpp || w.quant.kind != QuantKind::gguf) return parts;
+  const GgufContext c{w.quant, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
+                      m.tie_word_embeddings};
+  for (const ParamTensor& t : tensors) {
+    if (t.scope == ParamScope::embedding) gguf_parts(parts, t, c);
   }
   return parts;
 }

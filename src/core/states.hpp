@@ -101,6 +101,9 @@ class StateParts {
 /// (src/core/quant.cpp).
 [[nodiscard]] StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
                                                 const Workload& w, Detail detail);
+/// The weights an engine keeps in host memory (llama.cpp: token_embd).
+[[nodiscard]] StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
+                                           const Workload& w, Detail detail);
 [[nodiscard]] StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w,
                                         Detail detail = Detail::tree);
 [[nodiscard]] StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,

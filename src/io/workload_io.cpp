@@ -46,6 +46,13 @@ constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
                                      Choice<Framework>{"megatron", Framework::megatron}};
 constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImpl::flash},
                                      Choice<AttentionImpl>{"eager", AttentionImpl::eager}};
+constexpr std::array k_engines = {Choice<Engine>{"hf", Engine::hf},
+                                  Choice<Engine>{"llamacpp", Engine::llamacpp}};
+// llama.cpp's cache types beyond f16/bf16/f32 (common/arg.cpp kv_cache_types).
+constexpr std::array k_kv_blocks = {
+    Choice<GgufType>{"q8_0", GgufType::Q8_0}, Choice<GgufType>{"q4_0", GgufType::Q4_0},
+    Choice<GgufType>{"q4_1", GgufType::Q4_1}, Choice<GgufType>{"q5_0", GgufType::Q5_0},
+    Choice<GgufType>{"q5_1", GgufType::Q5_1}, Choice<GgufType>{"iq4_nl", GgufType::IQ4_NL}};
 constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
 
 template <class E, std::size_t N>
@@ -258,6 +265,9 @@ std::string_view name_of(CheckpointKind c) {
   }
   return "?";
 }
+std::string_view name_of(Engine e) {
+  return name_in(k_engines, e);
+}
 std::string_view name_of(LossImpl l) {
   return l == LossImpl::chunked ? "chunked" : "standard";
 }
@@ -276,7 +286,22 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "grad_accum") return put(in.grad_accum, parse_integer(text, origin, true), origin);
   if (key == "seq") return put(in.seq, parse_integer(text, origin, true), origin);
   if (key == "dtype") return put(in.dtype, parse_choice(k_dtypes, text, origin), origin);
-  if (key == "kv_dtype") return put(in.kv_dtype, parse_choice(k_dtypes, text, origin), origin);
+  if (key == "kv_dtype") {
+    for (const auto& c : k_kv_blocks) {
+      if (c.name == text) return put(in.kv_block, c.value, origin);
+    }
+    for (const auto& c : k_dtypes) {
+      if (c.name == text) return put(in.kv_dtype, c.value, origin);
+    }
+    std::vector<std::string> names = names_in(k_dtypes);
+    for (const auto& c : k_kv_blocks) names.emplace_back(c.name);
+    throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                         io::did_you_mean(text, names), io::join(names)));
+  }
+  if (key == "engine") {
+    if (text == "vllm") throw InputError(origin, "vLLM's KV pool is not modelled yet; choose hf or llamacpp");
+    return put(in.engine, parse_choice(k_engines, text, origin), origin);
+  }
   if (key == "precision") return put(in.precision, parse_choice(k_precisions, text, origin), origin);
   if (key == "optimizer") return put(in.optimizer, parse_choice(k_optimizers, text, origin), origin);
   if (key == "framework") return put(in.framework, parse_choice(k_frameworks, text, origin), origin);
@@ -386,6 +411,54 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
   }
 }
 
+// What the inference engine can serve, and llama.cpp's KV cache types.
+void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  if (w.engine != Engine::llamacpp) {
+    if (in.kv_block) {
+      conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
+                                                "engines: fp8, bf16, fp16, fp32)",
+                                                name_in(k_kv_blocks, in.kv_block->value)));
+    }
+    return;
+  }
+  const std::string& origin = in.engine->origin;
+  if (w.quant.kind != QuantKind::gguf) {
+    conflict(origin,
+             "llama.cpp loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 for an "
+             "unquantized file)");
+  }
+  // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
+  // architectures have no window); Gemma 2 uses its sliding-window cache.
+  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2) {
+    conflict(origin,
+             fmt::format("{} has sliding-window layers; llama.cpp's sliding-window cache (Gemma 2) is "
+                         "not modelled yet",
+                         model.name));
+  }
+  if (in.kv_dtype && w.kv_dtype == DType::fp8) {
+    conflict(in.kv_dtype->origin,
+             "llama.cpp has no fp8 KV cache; its types are f16 (fp16), bf16, fp32, q8_0, "
+             "q4_0, q4_1, q5_0, q5_1 and iq4_nl");
+  }
+  // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
+  // weights have no bearing on it.
+  if (!in.kv_dtype) w.kv_dtype = DType::fp16;
+  if (in.kv_block) {
+    w.kv_block = in.kv_block->value;
+    if (w.attention == AttentionImpl::eager) {
+      conflict(in.kv_block->origin,
+               "llama.cpp quantizes the V cache only with flash attention (llama-context.cpp "
+               "\"V cache quantization requires flash_attn\"); use --attention flash");
+    }
+    const std::uint64_t row = model.num_key_value_heads * model.head_dim;
+    if (row % gguf_block(*w.kv_block).elements != 0) {
+      conflict(in.kv_block->origin,
+               fmt::format("{}: KV rows of {} values are not whole blocks of {}",
+                           name_in(k_kv_blocks, *w.kv_block), row, gguf_block(*w.kv_block).elements));
+    }
+  }
+}
+
 // What torchtune's LinearCrossEntropyLoss can run: the hf profile's layers,
 // at least one position per chunk (tensor_split), and no final-logit
 // soft-capping (the loss calls the output projection alone).
@@ -417,6 +490,8 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.seq, top.seq);
   take(base.dtype, top.dtype);
   take(base.kv_dtype, top.kv_dtype);
+  take(base.kv_block, top.kv_block);
+  take(base.engine, top.engine);
   take(base.precision, top.precision);
   take(base.optimizer, top.optimizer);
   take(base.framework, top.framework);
@@ -466,6 +541,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
         "modelled yet");
   }
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
+  if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
+  if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
              "the megatron profile models training; use --mode train, or --framework hf for inference");
@@ -541,6 +618,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     w.kv_dtype = pick(in.kv_dtype, w.dtype, "kv_dtype");
     w.quant = pick(in.quant, Quant{}, "quant");
     if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
+    w.engine = pick(in.engine, Engine::hf, "engine");
+    check_engine(model, w, in);
   }
   if (in.quant_lm_head && w.quant.kind == QuantKind::none) {
     conflict(in.quant_lm_head->origin, "applies with --quant only");

@@ -1,5 +1,7 @@
 #include "render/common.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 namespace vramcalc::render_detail {
@@ -14,16 +16,23 @@ std::string loss_text(const Loss& l) {
   return std::string(name_of(l.kind));
 }
 
+std::string kv_text(const Workload& w) {
+  if (!w.kv_block) return std::string(name_of(w.kv_dtype));
+  std::string name(gguf_block(*w.kv_block).name);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
 std::string workload_line(const PlanResult& p) {
   return workload_line(p.request.workload);
 }
 
 std::string workload_line(const Workload& w) {
   if (w.mode == Mode::infer) {
-    return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}",
-                       w.batch, w.seq,
-                       w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
-                       name_of(w.kv_dtype), name_of(w.framework), name_of(w.attention), w.dp);
+    return fmt::format(
+        "infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}", w.batch, w.seq,
+        w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
+        w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention), w.dp);
   }
   return fmt::format(
       "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}, dp {}, zero {}", w.batch,

@@ -10,6 +10,8 @@ namespace vramcalc::render_detail {
 
 /// "none", "full", "selective", "every:4".
 [[nodiscard]] std::string checkpoint_text(const Checkpointing& c);
+/// The KV cache type as --kv-dtype takes it: "bf16", "q8_0".
+[[nodiscard]] std::string kv_text(const Workload& w);
 /// "standard" or "chunked:N", as --loss takes it.
 [[nodiscard]] std::string loss_text(const Loss& l);
 

@@ -66,7 +66,8 @@ json workload_json(const PlanResult& p) {
   j["grad_accum"] = train ? json(w.grad_accum) : json(nullptr);
   j["seq"] = w.seq;
   j["dtype"] = std::string(name_of(w.dtype));
-  j["kv_dtype"] = train ? json(nullptr) : json(std::string(name_of(w.kv_dtype)));
+  j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
+  j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));
   j["precision"] = train ? json(std::string(name_of(w.precision))) : json(nullptr);
   j["optimizer"] = train ? json(std::string(name_of(w.optimizer))) : json(nullptr);
   j["framework"] = std::string(name_of(w.framework));
@@ -134,6 +135,9 @@ json plan_json(const PlanResult& p) {
   }
   per_gpu["phases"] = std::move(phases);
   j["per_gpu"] = std::move(per_gpu);
+  json host = json::array();
+  for (const Node& n : b.host) host.push_back(node_json(n));
+  j["host"] = {{"bytes", b.host_bytes}, {"breakdown", std::move(host)}};
 
   if (p.fit) {
     j["gpu"] = {{"name", p.fit->gpu.id},

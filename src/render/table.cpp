@@ -45,13 +45,20 @@ std::string render_table(const PlanResult& p) {
   out += fmt::format("{:<18} {:>10}   (components are never all live at once)\n", "sum", format_gib(b.sum));
   out += "\n";
   const Phase& peak = b.phases[b.peak_phase];
-  out += fmt::format("peak allocated  {:>10} GiB  at {} (torch.cuda.max_memory_allocated)\n",
-                     format_gib(b.peak_allocated), peak.when);
+  const bool llamacpp =
+      p.request.workload.engine == Engine::llamacpp && p.request.workload.mode == Mode::infer;
+  out += fmt::format("peak allocated  {:>10} GiB  at {} ({})\n", format_gib(b.peak_allocated), peak.when,
+                     llamacpp ? "llama.cpp's model and KV buffers" : "torch.cuda.max_memory_allocated");
   out += fmt::format("peak reserved   {:>10} GiB  + allocator rounding {} GiB\n", format_gib(b.peak_reserved),
                      format_gib(b.allocator_slack));
   out += fmt::format("peak device     {:>10} GiB  + runtime overhead {} GiB (what nvidia-smi shows)\n",
                      format_gib(b.peak_device),
                      format_gib(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));
+  if (b.host_bytes > 0) {
+    out += fmt::format("host memory     {:>10} GiB  ", format_gib(b.host_bytes));
+    for (std::size_t i = 0; i < b.host.size(); ++i) out += (i > 0 ? ", " : "") + b.host[i].label;
+    out += "\n";
+  }
   out += fmt::format("\n{:<28} {:>10}\n", "phase (worst moment)", "GiB");
   for (std::size_t i = 0; i < b.phases.size(); ++i) {
     out += fmt::format("{:<28} {:>10}{}\n", b.phases[i].when, format_gib(b.phases[i].total),

@@ -24,6 +24,7 @@ std::string render_markdown(const PlanResult& p) {
                      b.phases[b.peak_phase].when);
   out += fmt::format("- peak reserved: {} GiB\n", format_gib(b.peak_reserved));
   out += fmt::format("- peak device: {} GiB\n", format_gib(b.peak_device));
+  if (b.host_bytes > 0) out += fmt::format("- host memory: {} GiB\n", format_gib(b.host_bytes));
   if (p.fit) out += fmt::format("- {}\n", verdict(p));
   return out;
 }

@@ -135,3 +135,45 @@ TEST_CASE("quant: smaller GGUF file types are smaller", "[quant][property]") {
     previous = bytes;
   }
 }
+
+TEST_CASE("llama.cpp engine: the cache llama.cpp logs for Llama-3.1-8B", "[quant][llamacpp]") {
+  // llama.cpp logs of Llama-3 and 3.1 8B (32 layers, 8 KV heads of 128):
+  // "KV self size = 1024.00 MiB" at n_ctx 8192 in f16; "size = 544.00 MiB
+  // (8192 cells, 32 layers, 1/1 seqs), K (q8_0): 272.00 MiB"; 16384.00 MiB at
+  // n_ctx 131072; "-np 4" gives "1024.00 MiB (2048 cells, 32 layers, 4/4 seqs)".
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto kv = [&](std::initializer_list<std::pair<std::string, std::string>> s) {
+    const PlanRequest r = test::request(m, s);
+    return kv_cache_bytes(r.model, r.workload);
+  };
+  constexpr std::uint64_t MiB = 1ULL << 20;
+  const auto llama = std::pair<std::string, std::string>{"engine", "llamacpp"};
+  const auto gguf = std::pair<std::string, std::string>{"quant", "gguf:Q4_K_M"};
+  CHECK(kv({llama, gguf, {"seq", "8192"}}) == 1024 * MiB);
+  CHECK(kv({llama, gguf, {"seq", "8192"}, {"kv_dtype", "q8_0"}}) == 544 * MiB);
+  CHECK(kv({llama, gguf, {"seq", "8192"}, {"kv_dtype", "q4_0"}}) == 288 * MiB);
+  CHECK(kv({llama, gguf, {"seq", "131072"}}) == 16384 * MiB);
+  CHECK(kv({llama, gguf, {"seq", "2048"}, {"batch", "4"}}) == 1024 * MiB);
+  // The context is padded to a multiple of 256 cells.
+  CHECK(kv({llama, gguf, {"seq", "8000"}}) == 1024 * MiB);
+  // The plan's KV component is the same formula.
+  const Budget b = estimate(m, test::workload(m, {llama, gguf, {"seq", "8192"}, {"kv_dtype", "q8_0"}}));
+  CHECK(test::component(b, Component::kv_cache) == 544 * MiB);
+}
+
+TEST_CASE("llama.cpp engine: token_embd stays in host memory", "[quant][llamacpp]") {
+  // An ollama 0.5.4 log of Meta-Llama-3.1-8B-Instruct Q4_K_M with every
+  // layer offloaded prints "CPU model buffer size = 281.81 MiB" (token_embd,
+  // Q4_K) and "CUDA0 model buffer size = 4403.49 MiB".
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Budget b = estimate(m, test::workload(m, {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}}));
+  CHECK(b.host_bytes == 128256ULL * 4096 / 256 * 144);  // 295,501,824 B = 281.81 MiB
+  CHECK(test::component(b, Component::weights) == 4912898304ULL - b.host_bytes);  // 4403.49 MiB
+  CHECK(b.allocator_slack == 0);  // ggml buffers, not PyTorch's caching allocator
+  // A tied model keeps token_embd on the host and a copy on the GPU as its output.
+  const ModelSpec tied = load_model("llama-3.2-1b");
+  const Budget t = estimate(tied, test::workload(tied, {{"engine", "llamacpp"}, {"quant", "gguf:Q8_0"}}));
+  const Budget hf = estimate(tied, test::workload(tied, {{"quant", "gguf:Q8_0"}}));
+  CHECK(t.host_bytes == 128256ULL * 2048 / 32 * 34);  // Q8_0: 34 B per 32 values
+  CHECK(test::component(t, Component::weights) == test::component(hf, Component::weights));
+}
