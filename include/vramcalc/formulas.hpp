@@ -90,6 +90,16 @@ struct ShardFactors {
 /// kv_cache_interface.py (FullAttentionSpec, SlidingWindowSpec).
 [[nodiscard]] std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w);
 
+/// Where llama.cpp puts a model's blocks and its output layer under
+/// --gpu-layers: blocks first_gpu_layer … L−1 and, when output_on_gpu, the
+/// output layer and final norm are on the GPU; the rest, and token_embd,
+/// in host memory. Every block is on the GPU for other engines.
+struct LlamaCppPlacement {
+  std::uint64_t first_gpu_layer = 0;
+  bool output_on_gpu = true;
+};
+[[nodiscard]] LlamaCppPlacement llamacpp_placement(const ModelSpec& m, const Workload& w);
+
 /// Cells llama.cpp allocates per sequence: the context rounded up to a
 /// multiple of 256 (llama-context.cpp pads n_ctx; one KV stream per
 /// sequence).

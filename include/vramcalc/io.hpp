@@ -65,6 +65,7 @@ struct WorkloadInput {
   std::optional<Given<DType>> kv_dtype;
   std::optional<Given<GgufType>> kv_block;  ///< --kv-dtype q8_0 and the other ggml block types
   std::optional<Given<Engine>> engine;
+  std::optional<Given<std::uint64_t>> gpu_layers;
   std::optional<Given<Precision>> precision;
   std::optional<Given<Optimizer>> optimizer;
   std::optional<Given<Framework>> framework;

@@ -90,6 +90,9 @@ struct Workload {
   Engine engine = Engine::hf;    ///< serving
   /// llama.cpp's quantized KV cache types (q8_0, q4_0, ...); kv_dtype otherwise.
   std::optional<GgufType> kv_block;
+  /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,
+  /// then blocks from the last; num_layers + 1 offloads everything.
+  std::uint64_t gpu_layers = 0;
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;
   Framework framework = Framework::hf;

@@ -30,6 +30,9 @@ constexpr FlagSpec k_flags[] = {
     {"kv_dtype", "--kv-dtype",
      "KV cache element type when serving: fp32 | bf16 | fp16 | fp8, or with --engine llamacpp q8_0 | q4_0 | "
      "q4_1 | q5_0 | q5_1 | iq4_nl (default: --dtype; fp16 for llamacpp)"},
+    {"gpu_layers", "--gpu-layers",
+     "llama.cpp's --n-gpu-layers: the output layer and the last N-1 blocks on the GPU, the rest and their KV "
+     "cache in host memory (default: all, layers + 1)"},
     {"engine", "--engine",
      "serving engine: hf (transformers generate, static cache) | llamacpp (llama.cpp with a GGUF file, "
      "all layers on the GPU; needs --quant gguf:TYPE) (default hf)"},

@@ -705,25 +705,31 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   return training_moments(t, out.components, ddp_buckets, z3f, z3b);
 }
 
-// llama.cpp (--engine llamacpp): every layer on the GPU, token_embd in host
-// memory, K and V of each layer for the padded cells of every sequence.
-// Its compute buffer (a fixed allocation sized for the largest batch) is
-// not modelled yet.
+// llama.cpp (--engine llamacpp): the offloaded blocks' weights and K/V on
+// the GPU (--gpu-layers), token_embd and the other blocks in host memory,
+// K and V of each layer for the padded cells of every sequence. Its compute
+// buffer (a fixed allocation sized for the largest batch) is not modelled
+// yet.
 Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
   const Detail d = out.detail;
+  const LlamaCppPlacement where = llamacpp_placement(m, w);
   const std::uint64_t width = checked_mul(m.num_key_value_heads, m.head_dim);
   const std::uint64_t row = kv_row_bytes(width, w);
   const std::uint64_t cells = llamacpp_kv_cells(w);
+  const std::uint64_t per_layer = checked_product(2, row, cells, w.batch);
   const std::string type =
       w.kv_block ? std::string(gguf_block(*w.kv_block).name) : std::string(name_of(w.kv_dtype));
+  constexpr std::string_view kv_source =
+      "llama.cpp src/llama-kv-cache.cpp (K and V tensors per layer, on the layer's device); "
+      "src/llama-context.cpp (n_ctx padded to 256)";
   Branch kv(d);
-  kv.leaf(checked_product(2, row, cells, w.batch), m.num_layers, [&] {
-    return LeafText{
-        "layers", fmt::format("K and V of every layer in {}, {} cells per sequence", type, cells),
-        "2·b·⌈s/256⌉·256 × K/V row bytes",
-        "llama.cpp src/llama-kv-cache.cpp (K and V tensors per layer); src/llama-context.cpp (n_ctx "
-        "padded to 256)"};
-  });
+  if (where.first_gpu_layer < m.num_layers) {
+    kv.leaf(per_layer, m.num_layers - where.first_gpu_layer, [&] {
+      return LeafText{
+          "layers", fmt::format("K and V of each offloaded layer in {}, {} cells per sequence", type, cells),
+          "2·b·⌈s/256⌉·256 × K/V row bytes", std::string(kv_source)};
+    });
+  }
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
     return fmt::format("llama.cpp cache: {} cells × {} sequences in {} (a {}-value row is {} B)", cells,
@@ -735,12 +741,23 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
     const core::StateParts host = core::host_weight_parts(tensors, m, w, d);
     Budget& b = *out.b;
     for (const core::StatePart& p : host.parts()) {
-      b.host.push_back(leaf(p.id, p.label + ", kept in host memory by llama.cpp",
-                            bytes_for(p.elements, p.dtype), p.count,
+      b.host.push_back(leaf(p.id, p.label + ", in host memory", bytes_for(p.elements, p.dtype), p.count,
                             fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
                             std::string(quant_source(QuantKind::gguf))));
-      b.host_bytes = checked_add(b.host_bytes, b.host.back().bytes);
     }
+    if (where.first_gpu_layer > 0) {
+      b.host.push_back(
+          leaf("kv_cache.layers",
+               fmt::format("K and V of the {} layers kept on the CPU, in {}", where.first_gpu_layer, type),
+               per_layer, where.first_gpu_layer, "2·b·⌈s/256⌉·256 × K/V row bytes", std::string(kv_source)));
+    }
+    for (const Node& n : b.host) b.host_bytes = checked_add(b.host_bytes, n.bytes);
+    b.assumptions.emplace_back(
+        "host", where.first_gpu_layer == 0
+                    ? std::string("llama.cpp keeps token_embd in host memory")
+                    : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory",
+                                  where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer,
+                                  m.num_layers));
     b.notes.emplace_back(
         "llama.cpp's compute buffer (sized at start for the largest batch) is not modelled yet");
   }

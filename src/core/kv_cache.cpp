@@ -22,7 +22,8 @@ std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w) {
   // (llama-kv-cache.cpp: one [n_embd_k_gqa, kv_size] tensor each).
   if (w.engine == Engine::llamacpp) {
     const std::uint64_t row = kv_row_bytes(checked_mul(m.num_key_value_heads, m.head_dim), w);
-    return checked_product(2, row, llamacpp_kv_cells(w), w.batch, m.num_layers);
+    const std::uint64_t gpu_layers = m.num_layers - llamacpp_placement(m, w).first_gpu_layer;
+    return checked_product(2, row, llamacpp_kv_cells(w), w.batch, gpu_layers);
   }
   // Per token per layer: K and V, each k heads × head_dim elements.
   const std::uint64_t per_token = checked_product(2, m.num_key_value_heads, m.head_dim);

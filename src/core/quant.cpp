@@ -21,6 +21,7 @@
 
 #include "core/inventory.hpp"
 #include "core/states.hpp"
+#include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
 
@@ -387,11 +388,22 @@ GgufType fitting_type(GgufType t, std::uint64_t row) {
   return row % gguf_block(next).elements == 0 ? next : GgufType::F16;
 }
 
-void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c) {
+// The layers [lo, hi) of a per-layer tensor, or the whole of another one.
+struct LayerRange {
+  std::uint64_t lo;
+  std::uint64_t hi;
+};
+
+void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, LayerRange layers) {
+  const bool per_layer = t.scope == ParamScope::layer;
+  const std::uint64_t n = per_layer ? layers.hi - layers.lo : 1;
+  if (n == 0) return;
+  // Instances per layer: 1 for a matrix, 2 for the two norms of a block.
+  const std::uint64_t each = per_layer ? t.count / c.layers : t.count;
   // 1-D tensors (norms, biases) stay F32 (convert_hf_to_gguf writes them so
   // and the quantizer skips tensors of fewer than two dimensions).
   if (!t.matrix) {
-    parts.add(t.elements(), t.count, DType::fp32, [&] {
+    parts.add(t.elements(), checked_mul(n, each), DType::fp32, [&] {
       return PartText{std::string(t.id), cat(t.id, ": F32"), group_of(t.scope), fmt::format("{}", t.rows)};
     });
     return;
@@ -400,10 +412,9 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c) {
   const std::uint64_t row = t.cols;
   // Split the layers by their type: two runs at most per tensor kind.
   std::array<std::uint64_t, 16> counts{};
-  const std::uint64_t instances = t.scope == ParamScope::layer ? t.count : 1;
-  for (std::uint64_t i = 0; i < instances; ++i) {
+  for (std::uint64_t i = per_layer ? layers.lo : 0; i < (per_layer ? layers.hi : 1); ++i) {
     const GgufType type = fitting_type(gguf_type(c, role, i), row);
-    counts[static_cast<std::size_t>(type)] += t.scope == ParamScope::layer ? 1 : t.count;
+    counts[static_cast<std::size_t>(type)] += each;
   }
   for (std::size_t k = 0; k < counts.size(); ++k) {
     if (counts[k] == 0) continue;
@@ -417,6 +428,59 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c) {
   }
 }
 
+// The GGUF tensors on the GPU (host = false) or in host memory (host =
+// true). Without llama.cpp everything is on the GPU. llama.cpp keeps
+// token_embd on the host, and with --gpu-layers N offloads the output layer
+// and the last N − 1 blocks (llama-model.cpp load_tensors: i_gpu_start =
+// max(n_layer + 1 − n_gpu_layers, 0), the output is slot n_layer); a tied
+// model's output is a copy of token_embd (TENSOR_DUPLICATED). The rope
+// factors belong to block 0.
+void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, const ModelSpec& m,
+                       const Workload& w, bool host) {
+  const GgufContext c{w.quant, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
+                      m.tie_word_embeddings};
+  const bool llamacpp = w.engine == Engine::llamacpp;
+  const LlamaCppPlacement where = llamacpp_placement(m, w);
+  const LayerRange layers =
+      host ? LayerRange{0, where.first_gpu_layer} : LayerRange{where.first_gpu_layer, m.num_layers};
+  const bool output_here = where.output_on_gpu != host;
+  for (const ParamTensor& t : tensors) {
+    switch (t.scope) {
+      case ParamScope::layer:
+        gguf_parts(parts, t, c, layers);
+        break;
+      case ParamScope::embedding:
+        if (!llamacpp) {
+          if (!host) gguf_parts(parts, t, c, layers);
+          break;
+        }
+        if (host) gguf_parts(parts, t, c, layers);
+        if (m.tie_word_embeddings && output_here) {
+          ParamTensor output = t;
+          output.id = "output.weight (copy of the tied token_embd)";
+          output.scope = ParamScope::lm_head;
+          gguf_parts(parts, output, c, layers);
+        }
+        break;
+      case ParamScope::lm_head:
+      case ParamScope::final_norm:
+        if (output_here) gguf_parts(parts, t, c, layers);
+        break;
+      case ParamScope::position_embedding:
+        break;
+    }
+  }
+  // Llama 3.1's rope scaling is written as a tensor of head_dim / 2 F32
+  // frequency factors (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors).
+  const bool block0_here = (where.first_gpu_layer == 0) != host;
+  if (m.rope_llama3 && block0_here) {
+    parts.add(m.head_dim / 2, 1, DType::fp32, [] {
+      return PartText{"rope_freqs.weight", "rope_freqs.weight: F32 (Llama 3 rope scaling factors)", "model",
+                      "head_dim / 2"};
+    });
+  }
+}
+
 }  // namespace
 
 StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
@@ -424,32 +488,7 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
   const Quant& q = w.quant;
   StateParts parts(detail);
   if (q.kind == QuantKind::gguf) {
-    const GgufContext c{q, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
-                        m.tie_word_embeddings};
-    const bool llamacpp = w.engine == Engine::llamacpp;
-    for (const ParamTensor& t : tensors) {
-      if (!llamacpp || t.scope != ParamScope::embedding) {
-        gguf_parts(parts, t, c);
-        continue;
-      }
-      // llama.cpp keeps token_embd in host memory (host_weight_parts); a
-      // tied model gets a copy on the GPU as its output layer
-      // (llama-model.cpp: output created from token_embd, TENSOR_DUPLICATED).
-      if (m.tie_word_embeddings) {
-        ParamTensor output = t;
-        output.id = "output.weight (copy of the tied token_embd)";
-        output.scope = ParamScope::lm_head;
-        gguf_parts(parts, output, c);
-      }
-    }
-    // Llama 3.1's rope scaling is written as a tensor of head_dim / 2 F32
-    // frequency factors (convert_hf_to_gguf.py LlamaModel.generate_extra_tensors).
-    if (m.rope_llama3) {
-      parts.add(m.head_dim / 2, 1, DType::fp32, [] {
-        return PartText{"rope_freqs.weight", "rope_freqs.weight: F32 (Llama 3 rope scaling factors)", "model",
-                        "head_dim / 2"};
-      });
-    }
+    gguf_placed_parts(parts, tensors, m, w, false);
     return parts;
   }
   const DType unquantized = w.dtype;
@@ -502,15 +541,17 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
 StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
                              Detail detail) {
   StateParts parts(detail);
-  if (w.engine != Engine::llamacpp || w.quant.kind != QuantKind::gguf) return parts;
-  const GgufContext c{w.quant, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
-                      m.tie_word_embeddings};
-  for (const ParamTensor& t : tensors) {
-    if (t.scope == ParamScope::embedding) gguf_parts(parts, t, c);
-  }
+  if (w.engine == Engine::llamacpp && w.quant.kind == QuantKind::gguf)
+    gguf_placed_parts(parts, tensors, m, w, true);
   return parts;
 }
 
 }  // namespace core
+
+LlamaCppPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
+  if (w.engine != Engine::llamacpp) return {0, true};
+  const std::uint64_t slots = std::min(w.gpu_layers, m.num_layers + 1);
+  return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1};
+}
 
 }  // namespace vramcalc

@@ -298,6 +298,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
     throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
                                          io::did_you_mean(text, names), io::join(names)));
   }
+  if (key == "gpu_layers") return put(in.gpu_layers, parse_integer(text, origin, false), origin);
   if (key == "engine") {
     if (text == "vllm") throw InputError(origin, "vLLM's KV pool is not modelled yet; choose hf or llamacpp");
     return put(in.engine, parse_choice(k_engines, text, origin), origin);
@@ -327,7 +328,7 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"batch", "grad_accum", "seq", "dp", "zero"};
+  const std::vector<std::string> integer_keys = {"batch", "grad_accum", "seq", "dp", "zero", "gpu_layers"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -336,7 +337,8 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       value.fail(fmt::format("unknown workload key{}", io::did_you_mean(key, known)));
     }
     if (std::find(integer_keys.begin(), integer_keys.end(), key) != integer_keys.end()) {
-      const std::uint64_t n = key == "zero" ? value.non_negative_integer() : value.positive_integer();
+      const std::uint64_t n =
+          key == "zero" || key == "gpu_layers" ? value.non_negative_integer() : value.positive_integer();
       set_from_text(in, key, std::to_string(n), origin);
     } else if (key == "dropout") {
       put(in.dropout, value.probability(), origin);
@@ -413,6 +415,9 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
 
 // What the inference engine can serve, and llama.cpp's KV cache types.
 void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  if (in.gpu_layers && w.engine != Engine::llamacpp) {
+    conflict(in.gpu_layers->origin, "--gpu-layers is llama.cpp's layer offload: add --engine llamacpp");
+  }
   if (w.engine != Engine::llamacpp) {
     if (in.kv_block) {
       conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
@@ -440,6 +445,9 @@ void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) 
              "llama.cpp has no fp8 KV cache; its types are f16 (fp16), bf16, fp32, q8_0, "
              "q4_0, q4_1, q5_0, q5_1 and iq4_nl");
   }
+  // Every block and the output layer unless --gpu-layers says otherwise; a
+  // larger count offloads everything, as llama.cpp clamps it.
+  w.gpu_layers = std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
   // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
   // weights have no bearing on it.
   if (!in.kv_dtype) w.kv_dtype = DType::fp16;
@@ -492,6 +500,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.kv_dtype, top.kv_dtype);
   take(base.kv_block, top.kv_block);
   take(base.engine, top.engine);
+  take(base.gpu_layers, top.gpu_layers);
   take(base.precision, top.precision);
   take(base.optimizer, top.optimizer);
   take(base.framework, top.framework);
@@ -543,6 +552,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
   if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
+  if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
              "the megatron profile models training; use --mode train, or --framework hf for inference");

@@ -55,8 +55,10 @@ std::string render_table(const PlanResult& p) {
                      format_gib(b.peak_device),
                      format_gib(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));
   if (b.host_bytes > 0) {
-    out += fmt::format("host memory     {:>10} GiB  ", format_gib(b.host_bytes));
-    for (std::size_t i = 0; i < b.host.size(); ++i) out += (i > 0 ? ", " : "") + b.host[i].label;
+    out += fmt::format("host memory     {:>10} GiB", format_gib(b.host_bytes));
+    for (const auto& [what, why] : b.assumptions) {
+      if (what == "host") out += "  " + why;
+    }
     out += "\n";
   }
   out += fmt::format("\n{:<28} {:>10}\n", "phase (worst moment)", "GiB");

@@ -177,3 +177,33 @@ TEST_CASE("llama.cpp engine: token_embd stays in host memory", "[quant][llamacpp
   CHECK(t.host_bytes == 128256ULL * 2048 / 32 * 34);  // Q8_0: 34 B per 32 values
   CHECK(test::component(t, Component::weights) == test::component(hf, Component::weights));
 }
+
+TEST_CASE("llama.cpp engine: --gpu-layers offloads the output layer, then blocks from the last",
+          "[quant][llamacpp]") {
+  // llama-model.cpp load_tensors: i_gpu_start = max(n_layer + 1 − N, 0) over
+  // n_layer + 1 slots, the output layer being slot n_layer; each layer's
+  // K and V live on its layer's device.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto plan_with = [&](const std::string& n) {
+    return estimate(
+        m, test::workload(
+               m, {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"seq", "8192"}, {"gpu_layers", n}}));
+  };
+  const Budget all = plan_with("33");
+  const std::uint64_t per_layer_kv = test::component(all, Component::kv_cache) / 32;
+  // 99 is clamped to every slot, as llama.cpp does.
+  CHECK(test::component(plan_with("99"), Component::weights) == test::component(all, Component::weights));
+  // None: everything, with the whole cache, in host memory.
+  const Budget none = plan_with("0");
+  CHECK(test::component(none, Component::weights) == 0);
+  CHECK(test::component(none, Component::kv_cache) == 0);
+  CHECK(none.host_bytes == 4912898304ULL + 32 * per_layer_kv);
+  // One: the output layer (Q6_K, 128256×4096/256×210) and the final norm.
+  CHECK(test::component(plan_with("1"), Component::weights) == 128256ULL * 4096 / 256 * 210 + 4096 * 4);
+  // 32 of 33 slots leave block 0 (and its rope factors) and its cache on the CPU.
+  const Budget most = plan_with("32");
+  CHECK(test::component(most, Component::kv_cache) == 31 * per_layer_kv);
+  CHECK(test::component(most, Component::weights) + most.host_bytes ==
+        test::component(all, Component::weights) + all.host_bytes + per_layer_kv);
+  CHECK(most.host_bytes > all.host_bytes + per_layer_kv);
+}
