@@ -155,6 +155,53 @@ void loss_lever(const PlanRequest& r, std::vector<Candidate>& out,
       });
 }
 
+// Serving with transformers (or an engine that reads the same checkpoints).
+void serving_levers(const Workload& w, std::vector<Candidate>& out) {
+  if (w.kv_dtype != DType::fp8 && w.kv_dtype != DType::fp32) {
+    add(out, "kv", "kv-dtype=fp8", {{"kv_dtype", "fp8"}}, "store the KV cache in fp8 (1 byte per element)",
+        "1 byte instead of 2 per element; the engine must support fp8 attention (vLLM, TensorRT-LLM)",
+        "vLLM docs, Quantized KV Cache (fp8 e4m3)", 2, [](Workload& x) { x.kv_dtype = DType::fp8; });
+  }
+  if (w.quant.kind != QuantKind::none) return;  // already a quantized checkpoint
+  if (w.dtype != DType::fp8) {
+    // --kv-dtype follows --dtype by default: keep the cache's type as it is.
+    add(out, "weights", "dtype=fp8", {{"dtype", "fp8"}, {"kv_dtype", std::string(name_of(w.kv_dtype))}},
+        "fp8 weights, dequantised per matmul",
+        "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
+        "vramcalc weight_bytes (docs/formulas.md, Weights)", 3, [](Workload& x) { x.dtype = DType::fp8; });
+  }
+  add(out, "weights", "quant=gptq:4:128", {{"quant", "gptq:4:128"}},
+      "a 4-bit GPTQ checkpoint (group size 128) of the same model",
+      "3-4 bits per weight with negligible accuracy loss on the paper's models; a quantized checkpoint to "
+      "find "
+      "or make",
+      "Frantar et al. 2023, GPTQ: Accurate Post-Training Quantization for Generative Pre-trained "
+      "Transformers, "
+      "abstract",
+      4, [](Workload& x) {
+        x.quant = Quant{QuantKind::gptq, 4, 128};
+      });
+}
+
+// llama.cpp: its quantized cache types and smaller GGUF file types.
+void llamacpp_levers(const Workload& w, std::vector<Candidate>& out) {
+  if (!w.kv_block && w.attention == AttentionImpl::flash) {
+    add(out, "kv", "kv-dtype=q8_0", {{"kv_dtype", "q8_0"}}, "store the KV cache in q8_0 (34 B per 32 values)",
+        "about half the f16 cache; llama.cpp quantizes the V cache only with flash attention",
+        "llama.cpp ggml-common.h block_q8_0; src/llama-context.cpp", 2,
+        [](Workload& x) { x.kv_block = GgufType::Q8_0; });
+  }
+  const GgufMix mix = w.quant.mix;
+  const bool larger = mix == GgufMix::F16 || mix == GgufMix::BF16 || mix == GgufMix::Q8_0 ||
+                      mix == GgufMix::Q6_K || mix == GgufMix::Q5_K_M;
+  if (larger) {
+    add(out, "weights", "quant=gguf:Q4_K_M", {{"quant", "gguf:Q4_K_M"}}, "the Q4_K_M file of the same model",
+        "4.89 bits per weight on Llama-3.1-8B in llama.cpp's table; fewer bits lose more quality",
+        "llama.cpp tools/quantize/README.md (size table)", 4,
+        [](Workload& x) { x.quant.mix = GgufMix::Q4_K_M; });
+  }
+}
+
 std::vector<Candidate> candidates(const PlanRequest& r,
                                   std::vector<std::pair<std::string, std::string>>& na) {
   const Workload& w = r.workload;
@@ -191,18 +238,10 @@ std::vector<Candidate> candidates(const PlanRequest& r,
     }
     loss_lever(r, out, na);
     na.emplace_back("LoRA / QLoRA", "not modelled yet");
+  } else if (w.engine == Engine::llamacpp) {
+    llamacpp_levers(w, out);
   } else {
-    if (w.kv_dtype != DType::fp8 && w.kv_dtype != DType::fp32) {
-      add(out, "kv", "kv-dtype=fp8", {{"kv_dtype", "fp8"}}, "store the KV cache in fp8 (1 byte per element)",
-          "1 byte instead of 2 per element; the engine must support fp8 attention (vLLM, TensorRT-LLM)",
-          "vLLM docs, Quantized KV Cache (fp8 e4m3)", 2, [](Workload& x) { x.kv_dtype = DType::fp8; });
-    }
-    if (w.dtype != DType::fp8) {
-      add(out, "weights", "dtype=fp8", {{"dtype", "fp8"}}, "fp8 weights, dequantised per matmul",
-          "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
-          "vramcalc weight_bytes (docs/formulas.md, Weights)", 3, [](Workload& x) { x.dtype = DType::fp8; });
-    }
-    na.emplace_back("weight quantization (GPTQ, AWQ, NF4, GGUF)", "not modelled yet");
+    serving_levers(w, out);
   }
   return out;
 }

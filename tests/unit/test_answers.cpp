@@ -279,3 +279,25 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
     CHECK(checked * 4 >= leaves * 3);
   }
 }
+
+TEST_CASE("advise: serving levers are ones the engine accepts", "[advise]") {
+  // Each lever's settings, given as flags, reproduce its peak: so every
+  // lever is a workload the input boundary accepts for that engine.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  for (const auto& settings : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"engine", "llamacpp"}, {"quant", "gguf:Q8_0"}, {"seq", "131072"}, {"gpu", "rtx-4090"}},
+           {{"quant", "gptq:4:128"}, {"seq", "131072"}, {"gpu", "rtx-4090"}},
+           {{"seq", "131072"}, {"gpu", "rtx-4090"}}}) {
+    WorkloadInput base;
+    for (const auto& [k, v] : settings) set_from_text(base, k, v, "--" + k);
+    const PlanRequest r = resolve(m, base);
+    const Advice a = advise(r, r.gpu->capacity_bytes);
+    REQUIRE_FALSE(a.levers.empty());
+    for (const Lever& l : a.levers) {
+      INFO(l.name);
+      WorkloadInput in = base;
+      for (const auto& [k, v] : l.settings) set_from_text(in, k, v, "--" + k);
+      CHECK(estimate(m, resolve(m, in).workload).peak_device == l.peak_device);
+    }
+  }
+}
