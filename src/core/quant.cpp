@@ -179,19 +179,22 @@ struct PartAdder {
   StateParts& parts;
   const ParamTensor& t;
 
-  // `count` × `elements` of `dtype` per instance of t, named t.id + suffix.
+  // `count` × `elements` of `dtype` per instance of t, named t.id + suffix;
+  // `expr()` gives the element count in words, in tree mode only.
+  template <class Expr>
   void operator()(std::string_view suffix, std::string_view what, std::uint64_t elements, DType dtype,
-                  std::string_view expr, std::uint64_t count = 0) const {
+                  const Expr& expr, std::uint64_t count = 0) const {
     parts.add(elements, count == 0 ? t.count : count, dtype, [&] {
-      return PartText{cat(t.id, suffix), cat(t.id, ": ", what), group_of(t.scope), std::string(expr)};
+      return PartText{cat(t.id, suffix), cat(t.id, ": ", what), group_of(t.scope), expr()};
     });
   }
 };
 
 void bnb_int8_parts(const PartAdder& add, Linear l) {
   add("", "int8 weight (Int8Params)", checked_mul(l.out, l.in), DType::int8,
-      fmt::format("{}×{}", l.out, l.in));
-  add(".SCB", "fp32 absmax per output row (SCB)", l.out, DType::fp32, fmt::format("{}", l.out));
+      [&] { return fmt::format("{}×{}", l.out, l.in); });
+  add(".SCB", "fp32 absmax per output row (SCB)", l.out, DType::fp32,
+      [&] { return fmt::format("{}", l.out); });
 }
 
 // bitsandbytes 4-bit: two values per byte, blocks of 64 with an fp32
@@ -204,18 +207,19 @@ void bnb_4bit_parts(const PartAdder& add, Linear l, const Quant& q) {
   const std::uint64_t n = checked_mul(l.out, l.in);
   const std::uint64_t blocks = ceil_div(n, k_bnb_block);
   add("", "packed 4-bit weight, two values per byte (Params4bit)", ceil_div(n, 2), DType::uint8,
-      fmt::format("⌈{}×{} / 2⌉", l.out, l.in));
+      [&] { return fmt::format("⌈{}×{} / 2⌉", l.out, l.in); });
   if (q.double_quant) {
     add(".absmax", "uint8 absmax per block of 64 (double quantised)", blocks, DType::uint8,
-        fmt::format("⌈{}×{} / 64⌉", l.out, l.in));
+        [&] { return fmt::format("⌈{}×{} / 64⌉", l.out, l.in); });
     add(".nested_absmax", "fp32 absmax per 256 blocks", ceil_div(blocks, k_bnb_nested_block), DType::fp32,
-        fmt::format("⌈{} / 256⌉", blocks));
-    add(".offset", "fp32 mean of the absmax", 1, DType::fp32, "1");
+        [&] { return fmt::format("⌈{} / 256⌉", blocks); });
+    add(".offset", "fp32 mean of the absmax", 1, DType::fp32, [] { return std::string("1"); });
   } else {
     add(".absmax", "fp32 absmax per block of 64", blocks, DType::fp32,
-        fmt::format("⌈{}×{} / 64⌉", l.out, l.in));
+        [&] { return fmt::format("⌈{}×{} / 64⌉", l.out, l.in); });
   }
-  add(".quant_map", q.nf4 ? "NF4 code, 16 fp32 values" : "FP4 code, 16 fp32 values", 16, DType::fp32, "16");
+  add(".quant_map", q.nf4 ? "NF4 code, 16 fp32 values" : "FP4 code, 16 fp32 values", 16, DType::fp32,
+      [] { return std::string("16"); });
 }
 
 // GPTQ: int32 words of 32/bits values along K; zero points packed along N;
@@ -225,13 +229,14 @@ void gptq_parts(const PartAdder& add, Linear l, const Quant& q, DType scales) {
   const std::uint64_t groups = q.group == 0 ? 1 : ceil_div(l.in, q.group);
   add(".qweight", "int32 words of packed weights",
       checked_mul(ceil_div(checked_mul(l.in, q.bits), 32), l.out), DType::int32,
-      fmt::format("⌈{}·{} / 32⌉×{}", l.in, q.bits, l.out));
+      [&] { return fmt::format("⌈{}·{} / 32⌉×{}", l.in, q.bits, l.out); });
   add(".qzeros", "int32 words of packed zero points, per group",
       checked_mul(groups, ceil_div(checked_mul(l.out, q.bits), 32)), DType::int32,
-      fmt::format("{}×⌈{}·{} / 32⌉", groups, l.out, q.bits));
+      [&] { return fmt::format("{}×⌈{}·{} / 32⌉", groups, l.out, q.bits); });
   add(".scales", "scales per group and output", checked_mul(groups, l.out), scales,
-      fmt::format("{}×{}", groups, l.out));
-  add(".g_idx", "group index of each input feature", l.in, DType::int32, fmt::format("{}", l.in));
+      [&] { return fmt::format("{}×{}", groups, l.out); });
+  add(".g_idx", "group index of each input feature", l.in, DType::int32,
+      [&] { return fmt::format("{}", l.in); });
 }
 
 // AutoAWQ GEMM (4-bit): eight values per int32 along N, for the weight and
@@ -239,23 +244,24 @@ void gptq_parts(const PartAdder& add, Linear l, const Quant& q, DType scales) {
 void awq_parts(const PartAdder& add, Linear l, const Quant& q) {
   const std::uint64_t groups = l.in / q.group;
   add(".qweight", "int32 words of packed weights", checked_mul(l.in, l.out / 8), DType::int32,
-      fmt::format("{}×{} / 8", l.in, l.out));
+      [&] { return fmt::format("{}×{} / 8", l.in, l.out); });
   add(".qzeros", "int32 words of packed zero points, per group", checked_mul(groups, l.out / 8), DType::int32,
-      fmt::format("{}×{} / 8", groups, l.out));
+      [&] { return fmt::format("{}×{} / 8", groups, l.out); });
   add(".scales", "fp16 scales per group and output", checked_mul(groups, l.out), DType::fp16,
-      fmt::format("{}×{}", groups, l.out));
+      [&] { return fmt::format("{}×{}", groups, l.out); });
 }
 
 constexpr std::uint64_t k_fp8_block = 128;
 
 void fp8_parts(const PartAdder& add, Linear l, bool block) {
-  add("", "fp8 weight", checked_mul(l.out, l.in), DType::fp8, fmt::format("{}×{}", l.out, l.in));
+  add("", "fp8 weight", checked_mul(l.out, l.in), DType::fp8,
+      [&] { return fmt::format("{}×{}", l.out, l.in); });
   if (block) {
     add(".weight_scale_inv", "fp32 scale per 128×128 block",
         checked_mul(ceil_div(l.out, k_fp8_block), ceil_div(l.in, k_fp8_block)), DType::fp32,
-        fmt::format("⌈{} / 128⌉×⌈{} / 128⌉", l.out, l.in));
+        [&] { return fmt::format("⌈{} / 128⌉×⌈{} / 128⌉", l.out, l.in); });
   } else {
-    add(".weight_scale", "fp32 scale of the tensor", 1, DType::fp32, "1");
+    add(".weight_scale", "fp32 scale of the tensor", 1, DType::fp32, [] { return std::string("1"); });
   }
 }
 
@@ -264,11 +270,11 @@ void fp8_parts(const PartAdder& add, Linear l, bool block) {
 void nvfp4_parts(const PartAdder& add, Linear l) {
   const std::uint64_t n = checked_mul(l.out, l.in);
   add("", "packed fp4 (e2m1) weight, two values per byte", n / 2, DType::uint8,
-      fmt::format("{}×{} / 2", l.out, l.in));
+      [&] { return fmt::format("{}×{} / 2", l.out, l.in); });
   add(".weight_scale", "fp8 (e4m3) scale per 16 values", n / 16, DType::fp8,
-      fmt::format("{}×{} / 16", l.out, l.in));
-  add(".weight_scale_2", "fp32 global scale of the weight", 1, DType::fp32, "1");
-  add(".input_scale", "fp32 global scale of the input", 1, DType::fp32, "1");
+      [&] { return fmt::format("{}×{} / 16", l.out, l.in); });
+  add(".weight_scale_2", "fp32 global scale of the weight", 1, DType::fp32, [] { return std::string("1"); });
+  add(".input_scale", "fp32 global scale of the input", 1, DType::fp32, [] { return std::string("1"); });
 }
 
 // ---- GGUF ---------------------------------------------------------------------
@@ -496,8 +502,8 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
   for (const ParamTensor& t : tensors) {
     const PartAdder add{parts, t};
     if (!quantized(t, q)) {
-      add("", cat("in ", name_of(unquantized)), t.elements(), unquantized,
-          t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows));
+      add("", name_of(unquantized), t.elements(), unquantized,
+          [&] { return t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows); });
       continue;
     }
     const Linear l = linear_of(t);

@@ -130,6 +130,11 @@ int main() {
                           {"dp", "8"}}),
       make("gemma-2-9b", {{"mode", "infer"}, {"attention", "eager"}, {"batch", "8"}}),
       make("llama-3.1-70b", {{"mode", "infer"}, {"dtype", "fp8"}, {"kv_dtype", "fp8"}, {"batch", "16"}}),
+      make("llama-3.1-8b", {{"quant", "bnb-nf4-dq"}, {"batch", "4"}}),
+      make("llama-3.1-8b", {{"quant", "gptq:4:128"}}),
+      make("llama-3.1-8b",
+           {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"kv_dtype", "q8_0"}, {"gpu_layers", "20"}}),
+      make("llama-3.1-8b", {{"mode", "train"}, {"loss", "chunked"}}),
   };
 
   g_counting = true;

@@ -100,6 +100,28 @@ std::vector<Settings> grid() {
       }
     }
   }
+  // Quantized formats, llama.cpp with its cache types and offload, and the
+  // chunked loss.
+  for (const char* quant :
+       {"bnb-int8", "bnb-nf4-dq", "bnb-fp4", "gptq:4:128", "gptq:3:-1", "awq:4:128", "fp8", "fp8-block",
+        "nvfp4", "gguf:Q4_K_M", "gguf:Q3_K_M", "gguf:IQ4_XS", "gguf:Q2_K"}) {
+    for (const auto& [batch, seq] : k_sizes)
+      out.push_back({{"quant", quant}, {"batch", batch}, {"seq", seq}});
+    out.push_back({{"quant", quant}, {"quant_lm_head", "yes"}});
+  }
+  for (const char* kv : {"fp16", "q8_0", "q4_0"}) {
+    for (const char* layers : {"0", "1", "20", "99"}) {
+      out.push_back(
+          {{"engine", "llamacpp"}, {"quant", "gguf:Q6_K"}, {"kv_dtype", kv}, {"gpu_layers", layers}});
+    }
+  }
+  for (const char* loss : {"chunked", "chunked:1", "chunked:3"}) {
+    for (const auto& [batch, seq] : k_sizes) {
+      out.push_back({{"mode", "train"}, {"loss", loss}, {"batch", batch}, {"seq", seq}});
+      out.push_back(
+          {{"mode", "train"}, {"loss", loss}, {"precision", "pure"}, {"batch", batch}, {"seq", seq}});
+    }
+  }
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;
