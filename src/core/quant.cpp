@@ -502,7 +502,7 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
   for (const ParamTensor& t : tensors) {
     const PartAdder add{parts, t};
     if (!quantized(t, q)) {
-      add("", name_of(unquantized), t.elements(), unquantized,
+      add("", "kept unquantized", t.elements(), unquantized,
           [&] { return t.matrix ? fmt::format("{}×{}", t.rows, t.cols) : fmt::format("{}", t.rows); });
       continue;
     }
