@@ -274,9 +274,10 @@ std::string_view name_of(LossImpl l) {
 
 const std::vector<std::string>& workload_keys() {
   static const std::vector<std::string> keys = {
-      "mode",          "batch",     "grad_accum", "seq",     "dtype",      "kv_dtype", "precision",
-      "optimizer",     "framework", "attention",  "dropout", "checkpoint", "loss",     "quant",
-      "quant_lm_head", "dp",        "zero",       "fsdp",    "overhead",   "gpu",      "gpu_mem"};
+      "mode",      "batch",     "grad_accum",    "seq",       "dtype",      "kv_dtype",
+      "precision", "optimizer", "framework",     "attention", "dropout",    "checkpoint",
+      "loss",      "quant",     "quant_lm_head", "engine",    "gpu_layers", "dp",
+      "zero",      "fsdp",      "overhead",      "gpu",       "gpu_mem"};
   return keys;
 }
 
@@ -497,6 +498,11 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.grad_accum, top.grad_accum);
   take(base.seq, top.seq);
   take(base.dtype, top.dtype);
+  // One --kv-dtype: a later element type replaces an earlier block type.
+  if (top.kv_dtype || top.kv_block) {
+    base.kv_dtype.reset();
+    base.kv_block.reset();
+  }
   take(base.kv_dtype, top.kv_dtype);
   take(base.kv_block, top.kv_block);
   take(base.engine, top.engine);
@@ -625,7 +631,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     w.kv_dtype = w.dtype;
   } else {
     w.optimizer = Optimizer::none;
-    w.kv_dtype = pick(in.kv_dtype, w.dtype, "kv_dtype");
+    // A ggml block type (q8_0, ...) is a --kv-dtype too; kv_block takes it.
+    w.kv_dtype = in.kv_block ? w.dtype : pick(in.kv_dtype, w.dtype, "kv_dtype");
     w.quant = pick(in.quant, Quant{}, "quant");
     if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
     w.engine = pick(in.engine, Engine::hf, "engine");
