@@ -753,11 +753,12 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
     }
     for (const Node& n : b.host) b.host_bytes = checked_add(b.host_bytes, n.bytes);
     b.assumptions.emplace_back(
-        "host", where.first_gpu_layer == 0
-                    ? std::string("llama.cpp keeps token_embd in host memory")
-                    : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory",
-                                  where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer,
-                                  m.num_layers));
+        "host",
+        where.first_gpu_layer == 0
+            ? std::string("llama.cpp keeps token_embd in host memory")
+            : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory",
+                          where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer,
+                          m.num_layers));
     b.notes.emplace_back(
         "llama.cpp's compute buffer (sized at start for the largest batch) is not modelled yet");
   }
@@ -779,9 +780,8 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
   }
   if (out.tree() && w.quant.kind != QuantKind::none) {
     out.b->notes.emplace_back(
-        "quantized kernels' workspaces and dequantisation buffers are not counted (docs/formulas.md, "
-        "Quantized "
-        "weights)");
+        "quantized kernels' workspaces and dequantisation buffers are not counted "
+        "(docs/formulas.md, Quantized weights)");
   }
   if (w.engine == Engine::llamacpp) return llamacpp(out, m, w);
   const std::uint64_t per_token =
