@@ -18,9 +18,9 @@ inline nlohmann::json load_schema(const std::string& file) {
   return nlohmann::json::parse(text.str());
 }
 
-/// Checks the schema's "required" keys and "const" values, recursively
-/// through "properties" (a small subset of JSON Schema: enough to keep the
-/// document and the output in step).
+/// Checks the schema's "required" keys, "const" values and "enum" members,
+/// recursively through "properties" (a small subset of JSON Schema: enough
+/// to keep the document and the output in step).
 inline void check_required(const nlohmann::json& s, const nlohmann::json& value, const std::string& path) {
   if (s.contains("required") && value.is_object()) {
     for (const auto& key : s["required"]) {
@@ -34,6 +34,12 @@ inline void check_required(const nlohmann::json& s, const nlohmann::json& value,
     }
   }
   if (s.contains("const")) CHECK(value == s["const"]);
+  if (s.contains("enum")) {
+    INFO(path << " = " << value.dump());
+    bool listed = false;
+    for (const auto& v : s["enum"]) listed = listed || v == value;
+    CHECK(listed);
+  }
 }
 
 }  // namespace vramcalc::test

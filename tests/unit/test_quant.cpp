@@ -7,8 +7,10 @@
 
 #include "core/states.hpp"
 #include "helpers.hpp"
+#include "schema_check.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
+#include "vramcalc/render.hpp"
 
 using namespace vramcalc;
 
@@ -206,4 +208,19 @@ TEST_CASE("llama.cpp engine: --gpu-layers offloads the output layer, then blocks
   CHECK(test::component(most, Component::weights) + most.host_bytes ==
         test::component(all, Component::weights) + all.host_bytes + per_layer_kv);
   CHECK(most.host_bytes > all.host_bytes + per_layer_kv);
+}
+
+TEST_CASE("quant and llama.cpp plans follow the plan-output schema", "[quant][llamacpp]") {
+  const nlohmann::json s = test::load_schema("plan-output.schema.json");
+  const ModelSpec m = load_model("llama-3.1-8b");
+  for (const auto& settings : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"kv_dtype", "q8_0"}, {"gpu_layers", "20"}},
+           {{"quant", "bnb-nf4-dq"}},
+           {{"mode", "train"}, {"loss", "chunked:4"}}}) {
+    WorkloadInput in;
+    for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);
+    PlanRequest r = resolve(m, in);
+    const nlohmann::json j = nlohmann::json::parse(render_json(plan(std::move(r))));
+    test::check_required(s, j, "");
+  }
 }
