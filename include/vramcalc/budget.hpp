@@ -68,6 +68,24 @@ struct Phase {
   std::uint64_t total = 0;
 };
 
+/// vLLM's KV block pool (--engine vllm): what its start-up arithmetic
+/// gives (docs/formulas.md, "vLLM's KV pool"). Zero for other engines.
+struct ServingPool {
+  bool present = false;
+  std::uint64_t requested = 0;           ///< total memory × gpu_memory_utilization
+  std::uint64_t non_kv = 0;              ///< weights + profiled activation peak + non-torch memory
+  std::uint64_t available = 0;           ///< requested − non_kv, 0 when that is negative
+  std::uint64_t block_bytes = 0;         ///< one block of every layer's K and V
+  std::uint64_t kv_blocks = 0;           ///< blocks in the pool
+  std::uint64_t kv_tokens = 0;           ///< kv_blocks × block size
+  std::uint64_t blocks_per_request = 0;  ///< blocks one request of --seq tokens needs
+  std::uint64_t shared_blocks = 0;       ///< full blocks of the shared prefix, stored once
+  double max_concurrency = 0;            ///< requests of --seq tokens the pool holds at once
+  /// Free memory vLLM needs at start: the requested share plus the CUDA
+  /// context that is already there when it measures.
+  std::uint64_t startup_free = 0;
+};
+
 struct Budget {
   ComponentBytes components{};
   std::vector<Node> breakdown;  ///< one root per component, in Component order
@@ -87,6 +105,8 @@ struct Budget {
   /// embeddings): leaves, and their total. Not part of any GPU figure.
   std::vector<Node> host;
   std::uint64_t host_bytes = 0;
+
+  ServingPool serving;  ///< --engine vllm
 
   /// What drives each component, in words: ("activations", "no checkpointing, ...").
   std::vector<std::pair<std::string, std::string>> assumptions;

@@ -37,6 +37,7 @@ struct Totals {
   std::uint64_t peak_reserved = 0;
   std::uint64_t peak_device = 0;
   std::uint64_t sum = 0;
+  ServingPool serving;
 };
 
 /// estimate()'s numbers, for searches and sweeps that evaluate many
@@ -51,6 +52,9 @@ struct FitVerdict {
   Gpu gpu;
   bool fits = false;
   std::int64_t headroom = 0;  ///< capacity − peak_device; negative when it does not fit
+  /// Why it does not fit when peak_device alone would (vLLM's start-up
+  /// checks); empty otherwise.
+  std::string reason;
 };
 [[nodiscard]] FitVerdict check_fit(const Budget& budget, const Gpu& gpu);
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vramcalc/budget.hpp"
 #include "vramcalc/model.hpp"
 #include "vramcalc/parameters.hpp"
 #include "vramcalc/units.hpp"
@@ -109,6 +110,28 @@ struct LlamaCppPlacement {
 /// width × element bytes, or whole ggml blocks for q8_0, q4_0, ...
 [[nodiscard]] std::uint64_t kv_row_bytes(std::uint64_t width, const Workload& w);
 
+/// vLLM's rotary cos/sin cache, a buffer created with the model and so part
+/// of its "Model loading took" figure: max_position_embeddings × head_dim
+/// values in the model dtype (vllm model_executor/layers/rotary_embedding
+/// RotaryEmbedding._compute_cos_sin_cache, one per rope configuration).
+/// 0 for learned positions.
+[[nodiscard]] std::uint64_t vllm_rotary_cache_bytes(const ModelSpec& m, const Workload& w);
+
+/// One vLLM KV block of one layer: K and V for block_size tokens,
+/// 2 × block_size × k × d × KV bytes (vllm v1/kv_cache_interface.py
+/// AttentionSpec.page_size_bytes).
+[[nodiscard]] std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w);
+
+/// vLLM V1's KV pool from the GPU's total memory (vllm v1/worker/gpu_worker.py
+/// determine_available_memory; v1/core/kv_cache_utils.py get_num_blocks,
+/// get_max_concurrency_for_kv_cache_config): requested = total × utilization;
+/// available = requested − (weights + activation_peak + non-torch);
+/// blocks = ⌊⌊available / page⌋ / layers⌋; a request of s tokens needs
+/// ⌈s / block_size⌉ blocks (sliding-window models: the window plus a batch
+/// of tokens, plus one); max concurrency = blocks / that.
+[[nodiscard]] ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                                    std::uint64_t activation_peak);
+
 // ---- runtime ----------------------------------------------------------------
 
 /// The CUDA context with lazy module loading, outside PyTorch's allocator:
@@ -120,6 +143,10 @@ struct LlamaCppPlacement {
 /// CublasHandlePool.cpp): 32 MiB on sm_90, else the default ":4096:2:16:8"
 /// = 8,519,680 bytes. An unknown GPU ("") gets the larger size.
 [[nodiscard]] std::uint64_t cublas_workspace_bytes(std::string_view arch);
+
+/// vLLM's default non-torch memory increase (--non-torch-memory): see
+/// overhead.cpp for the logs it is read from.
+[[nodiscard]] std::uint64_t vllm_default_non_torch();
 
 /// The caching allocator's block for a request: 512-byte granularity, and
 /// requests over 10 MiB take whole 2 MiB pages (c10/cuda/CUDACachingAllocator.cpp:

@@ -66,6 +66,13 @@ struct WorkloadInput {
   std::optional<Given<GgufType>> kv_block;  ///< --kv-dtype q8_0 and the other ggml block types
   std::optional<Given<Engine>> engine;
   std::optional<Given<std::uint64_t>> gpu_layers;
+  std::optional<Given<std::uint64_t>> gpu_memory_utilization;  ///< parts per million
+  std::optional<Given<std::uint64_t>> max_num_batched_tokens;
+  std::optional<Given<std::uint64_t>> max_num_seqs;
+  std::optional<Given<std::uint64_t>> block_size;
+  std::optional<Given<std::uint64_t>> shared_prefix;
+  std::optional<Given<std::uint64_t>> non_torch_memory;
+  std::optional<Given<VllmSampler>> sampler;
   std::optional<Given<Precision>> precision;
   std::optional<Given<Optimizer>> optimizer;
   std::optional<Given<Framework>> framework;

@@ -40,6 +40,31 @@ enum class Framework : std::uint8_t {
 enum class Engine : std::uint8_t {
   hf,        ///< Hugging Face transformers generate() with a static cache
   llamacpp,  ///< llama.cpp with a GGUF file, every layer offloaded to the GPU
+  vllm,      ///< vLLM V1: a KV block pool sized from what the GPU has left
+};
+
+/// Which top-k/top-p sampler vLLM's profiling run exercises: PyTorch's
+/// sort (the default since v0.11.1, vllm PR #26859) or FlashInfer's kernels.
+enum class VllmSampler : std::uint8_t { native, flashinfer };
+
+/// vLLM's engine arguments that size its KV pool (docs/formulas.md, "vLLM's
+/// KV pool"). The input boundary fills every field, defaults included.
+struct VllmConfig {
+  /// The GPU's total memory as cudaMemGetInfo reports it (the catalog's
+  /// capacity, or --gpu-mem): vLLM's budget is a share of it.
+  std::uint64_t gpu_total = 0;
+  /// --gpu-memory-utilization in parts per million (0.9 = 900000).
+  std::uint64_t utilization_ppm = 900000;
+  std::uint64_t max_num_batched_tokens = 0;  ///< tokens of the profiling forward pass
+  std::uint64_t max_num_seqs = 0;            ///< sequences per step; rows of the profiled sampler
+  std::uint64_t block_size = 16;             ///< tokens per KV block
+  /// Memory outside PyTorch that appears between vLLM's start-up snapshot
+  /// and the end of profiling; the engine charges it to the budget.
+  std::uint64_t non_torch = 0;
+  /// Prompt tokens every request shares: with prefix caching their full
+  /// blocks are stored once.
+  std::uint64_t shared_prefix = 0;
+  VllmSampler sampler = VllmSampler::native;
 };
 
 enum class AttentionImpl : std::uint8_t {
@@ -93,6 +118,7 @@ struct Workload {
   /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,
   /// then blocks from the last; num_layers + 1 offloads everything.
   std::uint64_t gpu_layers = 0;
+  VllmConfig vllm;  ///< --engine vllm only
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;
   Framework framework = Framework::hf;
@@ -118,5 +144,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(CheckpointKind c);
 [[nodiscard]] std::string_view name_of(LossImpl l);
 [[nodiscard]] std::string_view name_of(Engine e);
+[[nodiscard]] std::string_view name_of(VllmSampler s);
 
 }  // namespace vramcalc

@@ -41,6 +41,11 @@ int run_advise(const AdviseOptions& opts) {
   const Limits limits = parse_limits(opts.out);
   const WorkloadInput flags = workload_from_flags(opts.workload);
   const PlanRequest request = load_plan(opts.model, flags);
+  if (request.workload.mode == Mode::infer && request.workload.engine == Engine::vllm) {
+    throw InputError(flags.engine ? flags.engine->origin : "\"engine\" in the plan file",
+                     "advise lowers a peak, and vLLM takes total × --gpu-memory-utilization by design; "
+                     "`vramcalc compare --set kv_dtype=bf16,fp8` shows the KV blocks each choice gives");
+  }
   if (!request.gpu && !limits.max_device) {
     throw InputError("advise", "needs a limit: give --gpu NAME, --gpu-mem SIZE or --max-device SIZE");
   }

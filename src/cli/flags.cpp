@@ -35,7 +35,28 @@ constexpr FlagSpec k_flags[] = {
      "cache in host memory (default: all, layers + 1)"},
     {"engine", "--engine",
      "serving engine: hf (transformers generate, static cache) | llamacpp (llama.cpp with a GGUF file, "
-     "all layers on the GPU; needs --quant gguf:TYPE) (default hf)"},
+     "all layers on the GPU; needs --quant gguf:TYPE) | vllm (vLLM V1: a KV block pool from what "
+     "--gpu-memory-utilization leaves; needs --gpu or --gpu-mem; --seq is max_model_len) (default hf)"},
+    {"gpu_memory_utilization", "--gpu-memory-utilization",
+     "vllm: share of the GPU's total memory the engine may use, in (0, 1] (default 0.9)"},
+    {"max_num_batched_tokens", "--max-num-batched-tokens",
+     "vllm: tokens per step, and of the profiling run that sizes the activation reserve (default 8192 on "
+     "GPUs "
+     "of 70 GiB or more other than the A100, else 2048: `vllm serve`)"},
+    {"max_num_seqs", "--max-num-seqs",
+     "vllm: sequences per step; the profiling run samples one row each (default 1024 on GPUs of 70 GiB or "
+     "more "
+     "other than the A100, else 256)"},
+    {"block_size", "--block-size",
+     "vllm: tokens per KV block: 1 | 8 | 16 | 32 | 64 | 128 | 256 (default 16)"},
+    {"shared_prefix", "--shared-prefix",
+     "vllm: prompt tokens every request shares; prefix caching stores their full blocks once (default 0)"},
+    {"non_torch_memory", "--non-torch-memory",
+     "vllm: memory outside PyTorch that appears during profiling, e.g. 0.5GiB (default 0.16 GiB, vLLM PR "
+     "#12126's H100 log)"},
+    {"sampler", "--sampler",
+     "vllm: top-k/top-p sampler of the profiling run: native (PyTorch sort, the default since v0.11.1) | "
+     "flashinfer (default native)"},
     {"precision", "--precision",
      "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
      "params "

@@ -452,12 +452,20 @@ Branch overhead_branch(const Workload& w, Detail detail) {
     });
     const std::uint64_t handles = w.mode == Mode::train ? 2 : 1;
     out.leaf(w.cublas_workspace, handles, [&] {
-      return LeafText{"cublas_workspaces",
-                      w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)"
-                                            : "cuBLAS workspace",
-                      fmt::format("{} B per handle and stream (cublas_workspace_bytes of the GPU's arch)",
-                                  w.cublas_workspace),
-                      "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+      return LeafText{
+          "cublas_workspaces",
+          w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)"
+                                : "cuBLAS workspace",
+          fmt::format("{} B per handle and stream (cublas_workspace_bytes, by compute capability)",
+                      w.cublas_workspace),
+          "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+    });
+  }
+  if (w.engine == Engine::vllm && w.mode == Mode::infer) {
+    out.leaf(w.vllm.non_torch, 1, [] {
+      return LeafText{"non_torch",
+                      "memory outside PyTorch that vLLM's profiling charges (non-torch increase)",
+                      "--non-torch-memory", "vllm utils/mem_utils.py memory_profiling; docs/formulas.md"};
     });
   }
   return out;
@@ -496,6 +504,7 @@ struct Builder {
   Budget* b = nullptr;  // tree mode only
   ComponentBytes components{};
   ComponentBytes rounding{};  // Tally::rounding of each component's tree
+  ServingPool serving{};      // --engine vllm
 
   [[nodiscard]] bool tree() const { return detail == Detail::tree; }
   void set(Component c, Branch&& branch) {
@@ -556,9 +565,16 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                   const ParameterCount& pc, const Workload& w, std::uint64_t& ddp_buckets) {
   const Detail d = out.detail;
   const ShardFactors sf = shard_factors(w);
-  out.set(Component::weights,
-          core::state_branch(core::weight_parts(tensors, m, w, d), sf.weights,
-                             sf.weights > 1 ? k_zero_source : quant_source(w.quant.kind)));
+  Branch weights = core::state_branch(core::weight_parts(tensors, m, w, d), sf.weights,
+                                      sf.weights > 1 ? k_zero_source : quant_source(w.quant.kind));
+  if (w.mode == Mode::infer && w.engine == Engine::vllm && !m.learned_positions) {
+    weights.leaf(vllm_rotary_cache_bytes(m, w), 1, [&] {
+      return LeafText{"rotary_cache", "rotary cos/sin cache (a buffer vLLM builds with the model)",
+                      fmt::format("positions·d × {} B ({})", bits_of(w.dtype) / 8, name_of(w.dtype)),
+                      "vllm model_executor/layers/rotary_embedding RotaryEmbedding._compute_cos_sin_cache"};
+    });
+  }
+  out.set(Component::weights, std::move(weights));
   out.assume(Component::weights, [&] {
     if (w.quant.kind != QuantKind::none) {
       return fmt::format("{} parameters stored as {} ({}){}", format_thousands(pc.total), quant_text(w.quant),
@@ -771,6 +787,130 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
   return moments;
 }
 
+// ---- vLLM --------------------------------------------------------------------
+
+constexpr std::string_view k_vllm_runner_source =
+    "vllm v1/worker/gpu_model_runner.py profile_run, _dummy_run, _dummy_sampler_run";
+
+// What vLLM's profiling run holds at its worst moment (docs/formulas.md,
+// "vLLM's KV pool"): the larger of a decoder layer's MLP on
+// max_num_batched_tokens tokens and the dummy sampler step on one row per
+// sequence, where a top-k/top-p sort over the vocabulary dominates.
+Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, Detail detail) {
+  const VllmConfig& v = w.vllm;
+  const DType c = w.dtype;
+  const std::uint64_t T = v.max_num_batched_tokens;
+  const std::uint64_t S = std::min(v.max_num_seqs, T);
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t f = m.intermediate_size;
+  const std::uint64_t Th = checked_mul(T, h);
+
+  // Forward, eager (the module code; torch.compile frees tensors sooner):
+  // the model loop holds the layer's input, the residual, the normalised
+  // MLP input, gate_up (held until the MLP returns), SiluAndMul's output
+  // and down_proj's output.
+  Inventory fwd(detail);
+  constexpr std::string_view llama_source =
+      "vllm model_executor/models/llama.py LlamaModel.forward, LlamaDecoderLayer.forward, LlamaMLP.forward";
+  fwd.add("profile.layer_input", "the layer's input, held by the model loop", Th, c, "T·h", llama_source);
+  fwd.add("profile.residual", "residual stream", Th, c, "T·h", llama_source);
+  fwd.add("profile.mlp_input", "normalised MLP input", Th, c, "T·h", llama_source);
+  if (m.gated_mlp) {
+    fwd.add("profile.gate_up", "gate_up projection output", checked_product(2, T, f), c, "2·T·I",
+            llama_source);
+    fwd.add("profile.act", "SiluAndMul output", checked_mul(T, f), c, "T·I", llama_source);
+    fwd.add("profile.down", "down projection output", Th, c, "T·h", llama_source);
+  } else {
+    fwd.add("profile.c_fc", "c_fc output and its activation", checked_product(2, T, f), c, "2·T·I",
+            "vllm model_executor/models/gpt2.py GPT2MLP.forward");
+  }
+
+  // The dummy sampler step: the batch's final hidden states, the gathered
+  // last positions and their random stand-in, one logits row per sequence
+  // (lm_head output padded to 64 vocabulary entries), its fp32 copy, then
+  // the top-k/top-p step over S·V elements.
+  const std::uint64_t vocab_padded = ceil_div(m.vocab_size, 64) * 64;
+  const std::uint64_t SV = checked_mul(S, m.vocab_size);
+  Inventory samp(detail);
+  samp.add("profile.hidden", "final hidden states of the profiling batch", Th, c, "T·h",
+           k_vllm_runner_source);
+  samp.add("profile.last_hidden", "last-position hidden states and their random stand-in",
+           checked_product(2, S, h), c, "2·S·h", k_vllm_runner_source);
+  if (c != DType::fp32) {
+    samp.add("profile.logits", "logits, one row per sequence", checked_mul(S, vocab_padded), c, "S·Vpad",
+             "vllm model_executor/layers/logits_processor.py; vocab_parallel_embedding.py (padding 64)");
+  }
+  samp.add("profile.logits_fp32", "fp32 logits", SV, DType::fp32, "S·V", "vllm v1/sample/sampler.py");
+  if (v.sampler == VllmSampler::native) {
+    constexpr std::string_view sort_source =
+        "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p; pytorch aten/src/ATen/native/cuda/"
+        "SortStable.cu segmented_sort_pairs";
+    samp.add("profile.sorted", "sorted logits", SV, DType::fp32, "S·V", sort_source);
+    samp.add("profile.sort_indices", "sort indices", SV, DType::int64, "S·V", sort_source);
+    samp.add("profile.sort_reverse_index", "the sort's segment index buffer", SV, DType::int64, "S·V",
+             sort_source);
+    samp.add("profile.sort_scratch", "CUB radix sort's alternate keys and values", checked_mul(3, SV),
+             DType::fp32, "3·S·V", "pytorch aten/src/ATen/cuda/cub.cuh (CUB DeviceSegmentedRadixSort)");
+  } else {
+    constexpr std::string_view fi_source =
+        "flashinfer sampling.py top_k_top_p_sampling_from_logits (top_k_first: top_k_mask_logits, softmax)";
+    samp.add("profile.topk_masked", "top-k masked logits", SV, DType::fp32, "S·V", fi_source);
+    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", fi_source);
+  }
+  return total_bytes(samp) >= total_bytes(fwd) ? samp : fwd;
+}
+
+// vLLM (--engine vllm): the weights, the profiled working set, and a KV
+// pool of whole blocks sized from what the utilization leaves.
+Moments vllm(Builder& out, const ModelSpec& m, const Workload& w) {
+  const Detail d = out.detail;
+  Inventory work = vllm_profile_working_set(m, w, d);
+  // The profiling run's first matmul allocates cuBLAS's workspace through
+  // the caching allocator, so vLLM's peak counts it (runtime_overhead here).
+  const std::uint64_t peak = checked_add(total_bytes(work), w.cublas_workspace);
+  const ServingPool pool = vllm_pool(m, w, out.get(Component::weights), peak);
+  out.serving = pool;
+  const std::uint64_t page = vllm_page_bytes(m, w);
+  Branch kv(d);
+  kv.leaf(checked_mul(page, pool.kv_blocks), m.num_layers, [&] {
+    return LeafText{
+        "pool",
+        fmt::format("KV block pool: {} blocks of {} tokens per layer, blocks = ⌊⌊available / page⌋ / "
+                    "layers⌋",
+                    format_thousands(pool.kv_blocks), w.vllm.block_size),
+        fmt::format("blocks·2·block·k·d × {} B ({})", bits_of(w.kv_dtype) / 8, name_of(w.kv_dtype)),
+        "vllm v1/core/kv_cache_utils.py get_num_blocks; v1/kv_cache_interface.py page_size_bytes"};
+  });
+  out.set(Component::kv_cache, std::move(kv));
+  out.assume(Component::kv_cache, [&] {
+    return fmt::format(
+        "vLLM pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and "
+        "non-torch memory; {} blocks = {} tokens in {}",
+        format_bytes(w.vllm.gpu_total), static_cast<double>(w.vllm.utilization_ppm) / 1e6,
+        format_bytes(pool.requested), format_bytes(pool.available), format_thousands(pool.kv_blocks),
+        format_thousands(pool.kv_tokens), name_of(w.kv_dtype));
+  });
+  out.assume(Component::transient, [&] {
+    return fmt::format("vLLM's profiling run: {} tokens, {} sequences, {} sampler",
+                       w.vllm.max_num_batched_tokens,
+                       std::min(w.vllm.max_num_seqs, w.vllm.max_num_batched_tokens), name_of(w.vllm.sampler));
+  });
+  if (out.tree()) {
+    out.b->notes.emplace_back(
+        "vLLM captures CUDA graphs after sizing the pool: their memory (0.1-2 GiB by model and version) "
+        "comes on top and is not counted");
+  }
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  add_moment(moments, "load", live, Inventory(d));
+  add_moment(moments, "profile", live, work);
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  // Serving batches stay within what the profiling run exercised.
+  add_moment(moments, "serve", live, std::move(work));
+  return moments;
+}
+
 Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
   const Detail d = out.detail;
   if (out.tree() && w.quant.kind == QuantKind::gguf && w.engine != Engine::llamacpp) {
@@ -784,6 +924,7 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
         "(docs/formulas.md, Quantized weights)");
   }
   if (w.engine == Engine::llamacpp) return llamacpp(out, m, w);
+  if (w.engine == Engine::vllm) return vllm(out, m, w);
   const std::uint64_t per_token =
       bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
@@ -857,6 +998,7 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
     });
   }
   r.components = out.components;
+  r.serving = out.serving;
   r.peak_allocated = r.phase_totals[r.peak_phase];
 
   // Reserved memory: at each moment, what is live plus the caching
@@ -925,6 +1067,7 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   b.peak_reserved = r.peak_reserved;
   b.peak_device = r.peak_device;
   b.sum = r.sum;
+  b.serving = r.serving;
   core::annotate(b, m, w, count_parameters(m));
   return b;
 }
@@ -944,6 +1087,26 @@ FitVerdict check_fit(const Budget& budget, const Gpu& gpu) {
     v.headroom = static_cast<std::int64_t>(std::min(gpu.capacity_bytes - budget.peak_device, max));
   } else {
     v.headroom = -static_cast<std::int64_t>(std::min(budget.peak_device - gpu.capacity_bytes, max));
+  }
+  // vLLM refuses to start when the GPU's free memory is below its share
+  // (gpu_worker.py init_device) or when one request of max_model_len does
+  // not fit the pool (kv_cache_utils.py check_enough_kv_cache_memory).
+  const ServingPool& s = budget.serving;
+  if (s.present && s.startup_free > gpu.capacity_bytes) {
+    v.fits = false;
+    v.headroom = -static_cast<std::int64_t>(std::min(s.startup_free - gpu.capacity_bytes, max));
+    v.reason = fmt::format(
+        "vLLM needs {} GiB free at start (total × utilization plus the CUDA context); "
+        "lower --gpu-memory-utilization",
+        format_gib(s.startup_free));
+  } else if (s.present && s.kv_blocks < s.blocks_per_request) {
+    v.fits = false;
+    const std::uint64_t short_by = checked_mul(s.blocks_per_request - s.kv_blocks, s.block_bytes);
+    v.headroom = -static_cast<std::int64_t>(std::min(short_by, max));
+    v.reason = fmt::format(
+        "vLLM refuses to start: one request of max_model_len needs {} KV blocks, the pool "
+        "holds {}; the longest max_model_len that fits is {} (--seq)",
+        s.blocks_per_request, s.kv_blocks, s.kv_tokens);
   }
   return v;
 }

@@ -18,6 +18,7 @@ struct Symbols {
   const ModelSpec& m;
   const Workload& w;
   const ParameterCount& pc;
+  const ServingPool& pool;
 };
 
 // The value of one symbol of the expressions (docs/formulas.md, "Symbols"),
@@ -42,6 +43,15 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "non-layer parameters") return x.pc.total - x.pc.layers;
   if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
+  if (name == "positions") return x.m.max_position_embeddings;
+  if (x.w.engine == Engine::vllm && x.w.mode == Mode::infer) {
+    const VllmConfig& v = x.w.vllm;
+    if (name == "T") return v.max_num_batched_tokens;
+    if (name == "S") return std::min(v.max_num_seqs, v.max_num_batched_tokens);
+    if (name == "Vpad") return ceil_div(x.m.vocab_size, 64) * 64;
+    if (name == "block") return v.block_size;
+    if (name == "blocks") return x.pool.kv_blocks;
+  }
   if (x.w.loss.kind == LossImpl::chunked && (name == "r" || name == "r_last" || name == "r_2")) {
     const ChunkRows rows = chunk_rows(dims_of(x.m, x.w.batch, x.w.seq), x.w.loss.chunks);
     return name == "r" ? rows.total : name == "r_last" ? rows.last : rows.second;
@@ -100,6 +110,8 @@ void walk(Node& n, const Symbols& x, std::string_view section) {
   for (Node& c : n.children) walk(c, x, section);
 }
 
+constexpr std::string_view k_vllm_section = "vLLM's KV pool — --engine vllm";
+
 // The docs/formulas.md heading (without its code spans) for a component.
 std::string_view section_of(Component c, const Workload& w) {
   switch (c) {
@@ -117,9 +129,11 @@ std::string_view section_of(Component c, const Workload& w) {
     case Component::logits:
       return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
+      if (w.mode == Mode::infer && w.engine == Engine::vllm) return k_vllm_section;
       return w.engine == Engine::llamacpp && w.mode == Mode::infer ? "Inference engines — --engine"
                                                                    : "KV cache — kv_cache_bytes";
     case Component::transient:
+      if (w.mode == Mode::infer && w.engine == Engine::vllm) return k_vllm_section;
       return w.mode == Mode::train ? "Transients" : "Inference working set";
     case Component::runtime_overhead:
       return "Runtime overhead — default_runtime_overhead, cublas_workspace_bytes";
@@ -130,7 +144,7 @@ std::string_view section_of(Component c, const Workload& w) {
 }  // namespace
 
 void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterCount& pc) {
-  const Symbols x{m, w, pc};
+  const Symbols x{m, w, pc, b.serving};
   for (std::size_t i = 0; i < b.breakdown.size(); ++i) {
     walk(b.breakdown[i], x, section_of(static_cast<Component>(i), w));
   }

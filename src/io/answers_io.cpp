@@ -57,6 +57,12 @@ void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, c
                        bool has_max_device, std::string_view origin) {
   const std::string where(origin);
   const Workload& w = request.workload;
+  if (w.mode == Mode::infer && w.engine == Engine::vllm) {
+    throw InputError(
+        where,
+        "vLLM takes its share of the GPU by design, so there is nothing to search: `vramcalc plan` "
+        "reports its KV blocks, tokens, max concurrency and the longest --seq that fits");
+  }
   if (target.catalog && request.gpu) {
     throw InputError(flags.gpu_mem ? flags.gpu_mem->origin : origin_of(flags.gpu, "gpu"),
                      "conflicts with --for gpu, which tries every catalog GPU");

@@ -47,7 +47,12 @@ constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
 constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImpl::flash},
                                      Choice<AttentionImpl>{"eager", AttentionImpl::eager}};
 constexpr std::array k_engines = {Choice<Engine>{"hf", Engine::hf},
-                                  Choice<Engine>{"llamacpp", Engine::llamacpp}};
+                                  Choice<Engine>{"llamacpp", Engine::llamacpp},
+                                  Choice<Engine>{"vllm", Engine::vllm}};
+constexpr std::array k_samplers = {Choice<VllmSampler>{"native", VllmSampler::native},
+                                   Choice<VllmSampler>{"flashinfer", VllmSampler::flashinfer}};
+// vLLM's CacheConfig block sizes (vllm/config/cache.py BlockSize).
+constexpr std::array<std::uint64_t, 7> k_vllm_block_sizes = {1, 8, 16, 32, 64, 128, 256};
 // llama.cpp's cache types beyond f16/bf16/f32 (common/arg.cpp kv_cache_types).
 constexpr std::array k_kv_blocks = {
     Choice<GgufType>{"q8_0", GgufType::Q8_0}, Choice<GgufType>{"q4_0", GgufType::Q4_0},
@@ -103,6 +108,21 @@ double parse_probability(std::string_view text, const std::string& origin) {
     throw InputError(origin, fmt::format("expected a probability in [0, 1), got \"{}\"", text));
   }
   return value;
+}
+
+// A share of the GPU's memory in (0, 1], kept in parts per million.
+std::uint64_t parse_utilization(std::string_view text, const std::string& origin) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !(value > 0 && value <= 1)) {
+    throw InputError(origin,
+                     fmt::format("expected a fraction of the GPU's memory in (0, 1], got \"{}\"", text));
+  }
+  const double ppm = value * 1e6;
+  const auto whole = static_cast<std::uint64_t>(ppm + 0.5);
+  if (whole == 0) throw InputError(origin, fmt::format("{} is below one part per million", text));
+  return whole;
 }
 
 // The K of "every:K" or the N of "chunked:N": a whole number ≥ 1 after
@@ -268,16 +288,44 @@ std::string_view name_of(CheckpointKind c) {
 std::string_view name_of(Engine e) {
   return name_in(k_engines, e);
 }
+std::string_view name_of(VllmSampler s) {
+  return name_in(k_samplers, s);
+}
 std::string_view name_of(LossImpl l) {
   return l == LossImpl::chunked ? "chunked" : "standard";
 }
 
 const std::vector<std::string>& workload_keys() {
-  static const std::vector<std::string> keys = {
-      "mode",      "batch",     "grad_accum",    "seq",       "dtype",      "kv_dtype",
-      "precision", "optimizer", "framework",     "attention", "dropout",    "checkpoint",
-      "loss",      "quant",     "quant_lm_head", "engine",    "gpu_layers", "dp",
-      "zero",      "fsdp",      "overhead",      "gpu",       "gpu_mem"};
+  static const std::vector<std::string> keys = {"mode",
+                                                "batch",
+                                                "grad_accum",
+                                                "seq",
+                                                "dtype",
+                                                "kv_dtype",
+                                                "precision",
+                                                "optimizer",
+                                                "framework",
+                                                "attention",
+                                                "dropout",
+                                                "checkpoint",
+                                                "loss",
+                                                "quant",
+                                                "quant_lm_head",
+                                                "engine",
+                                                "gpu_layers",
+                                                "gpu_memory_utilization",
+                                                "max_num_batched_tokens",
+                                                "max_num_seqs",
+                                                "block_size",
+                                                "shared_prefix",
+                                                "non_torch_memory",
+                                                "sampler",
+                                                "dp",
+                                                "zero",
+                                                "fsdp",
+                                                "overhead",
+                                                "gpu",
+                                                "gpu_mem"};
   return keys;
 }
 
@@ -300,10 +348,23 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
                                          io::did_you_mean(text, names), io::join(names)));
   }
   if (key == "gpu_layers") return put(in.gpu_layers, parse_integer(text, origin, false), origin);
-  if (key == "engine") {
-    if (text == "vllm") throw InputError(origin, "vLLM's KV pool is not modelled yet; choose hf or llamacpp");
-    return put(in.engine, parse_choice(k_engines, text, origin), origin);
+  if (key == "engine") return put(in.engine, parse_choice(k_engines, text, origin), origin);
+  if (key == "gpu_memory_utilization")
+    return put(in.gpu_memory_utilization, parse_utilization(text, origin), origin);
+  if (key == "max_num_batched_tokens")
+    return put(in.max_num_batched_tokens, parse_integer(text, origin, true), origin);
+  if (key == "max_num_seqs") return put(in.max_num_seqs, parse_integer(text, origin, true), origin);
+  if (key == "block_size") {
+    const std::uint64_t n = parse_integer(text, origin, true);
+    if (std::find(k_vllm_block_sizes.begin(), k_vllm_block_sizes.end(), n) == k_vllm_block_sizes.end()) {
+      throw InputError(origin,
+                       fmt::format("vLLM's block size is one of 1, 8, 16, 32, 64, 128, 256; got {}", n));
+    }
+    return put(in.block_size, n, origin);
   }
+  if (key == "shared_prefix") return put(in.shared_prefix, parse_integer(text, origin, false), origin);
+  if (key == "non_torch_memory") return put(in.non_torch_memory, parse_size(text, origin), origin);
+  if (key == "sampler") return put(in.sampler, parse_choice(k_samplers, text, origin), origin);
   if (key == "precision") return put(in.precision, parse_choice(k_precisions, text, origin), origin);
   if (key == "optimizer") return put(in.optimizer, parse_choice(k_optimizers, text, origin), origin);
   if (key == "framework") return put(in.framework, parse_choice(k_frameworks, text, origin), origin);
@@ -329,7 +390,11 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"batch", "grad_accum", "seq", "dp", "zero", "gpu_layers"};
+  const std::vector<std::string> integer_keys = {"batch",         "grad_accum",
+                                                 "seq",           "dp",
+                                                 "zero",          "gpu_layers",
+                                                 "max_num_seqs",  "block_size",
+                                                 "shared_prefix", "max_num_batched_tokens"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -338,15 +403,20 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       value.fail(fmt::format("unknown workload key{}", io::did_you_mean(key, known)));
     }
     if (std::find(integer_keys.begin(), integer_keys.end(), key) != integer_keys.end()) {
-      const std::uint64_t n =
-          key == "zero" || key == "gpu_layers" ? value.non_negative_integer() : value.positive_integer();
+      const std::uint64_t n = key == "zero" || key == "gpu_layers" || key == "shared_prefix"
+                                  ? value.non_negative_integer()
+                                  : value.positive_integer();
       set_from_text(in, key, std::to_string(n), origin);
     } else if (key == "dropout") {
       put(in.dropout, value.probability(), origin);
     } else if (key == "quant_lm_head" && !value.json().is_string()) {
       if (!value.json().is_boolean()) value.fail("expected true or false, got " + value.shown());
       set_from_text(in, key, value.json().get<bool>() ? "yes" : "no", origin);
-    } else if ((key == "overhead" || key == "gpu_mem") && value.json().is_number()) {
+    } else if (key == "gpu_memory_utilization") {
+      if (!value.json().is_number()) value.fail("expected a number in (0, 1], got " + value.shown());
+      set_from_text(in, key, value.json().dump(), origin);
+    } else if ((key == "overhead" || key == "gpu_mem" || key == "non_torch_memory") &&
+               value.json().is_number()) {
       set_from_text(in, key, std::to_string(value.non_negative_integer()), origin);
     } else {
       set_from_text(in, key, value.string(), origin);
@@ -411,6 +481,91 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
   if (in.quant_lm_head && in.quant_lm_head->value && model.tie_word_embeddings && !gguf) {
     conflict(in.quant_lm_head->origin,
              fmt::format("{}'s output layer is its embedding, which {} leaves in 16-bit", model.name, name));
+  }
+}
+
+// vLLM's engine arguments apply with --engine vllm only.
+void check_vllm_keys(const WorkloadInput& in) {
+  const bool vllm = in.engine && in.engine->value == Engine::vllm;
+  auto only = [vllm](const auto& given) {
+    if (given && !vllm)
+      conflict(given->origin, "is a vLLM engine argument: add --engine vllm (and --mode infer)");
+  };
+  only(in.gpu_memory_utilization);
+  only(in.max_num_batched_tokens);
+  only(in.max_num_seqs);
+  only(in.block_size);
+  only(in.shared_prefix);
+  only(in.non_torch_memory);
+  only(in.sampler);
+}
+
+// vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
+// is a share of this GPU's memory, so the GPU is required.
+void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  VllmConfig& v = w.vllm;
+  const std::string& origin = in.engine->origin;
+  if (!r.gpu) {
+    conflict(origin,
+             "vLLM sizes its KV pool from the GPU's memory: give --gpu (see `vramcalc gpus`) or --gpu-mem");
+  }
+  if (in.batch) {
+    conflict(in.batch->origin,
+             "vLLM schedules requests itself; the plan reports how many of --seq tokens fit at once "
+             "(max_concurrency). Use --max-num-seqs to cap a step's sequences");
+  }
+  if (model.sliding_window_layers > 0 && model.sliding_window_layers < model.num_layers) {
+    conflict(origin, fmt::format("{} mixes sliding-window and full-attention layers; vLLM's hybrid KV "
+                                 "groups are not modelled yet",
+                                 model.name));
+  }
+  // --batch has no meaning here; its default is not one of the plan's.
+  std::erase(r.defaulted, std::string("batch"));
+  // vLLM's max_model_len defaults to the config's max_position_embeddings
+  // and may not exceed it (vllm/config/model.py _get_and_verify_max_len).
+  if (!in.seq) w.seq = model.max_position_embeddings;
+  if (w.seq > model.max_position_embeddings) {
+    conflict(in.seq->origin,
+             fmt::format("vLLM refuses a max_model_len of {} above {}'s max_position_embeddings ({})", w.seq,
+                         model.name, model.max_position_embeddings));
+  }
+  if (in.kv_dtype && w.kv_dtype != DType::fp8 && w.kv_dtype != w.dtype) {
+    conflict(in.kv_dtype->origin,
+             fmt::format("vLLM's --kv-cache-dtype is auto (the model dtype, {}) or fp8", name_of(w.dtype)));
+  }
+  v.gpu_total = r.gpu->capacity_bytes;
+  auto pick = [&r](const auto& given, std::uint64_t fallback, const char* key) {
+    if (given) return given->value;
+    r.defaulted.emplace_back(key);
+    return fallback;
+  };
+  v.utilization_ppm = pick(in.gpu_memory_utilization, 900000, "gpu_memory_utilization");
+  // `vllm serve` defaults (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults,
+  // OPENAI_API_SERVER): 8192 tokens and 1024 sequences on GPUs with at least
+  // 70 GiB other than the A100, else 2048 and 256; sequences never exceed tokens.
+  const bool large = r.gpu->capacity_bytes >= 70 * (std::uint64_t{1} << 30) && !r.gpu->id.starts_with("a100");
+  v.max_num_batched_tokens = pick(in.max_num_batched_tokens, large ? 8192 : 2048, "max_num_batched_tokens");
+  v.max_num_seqs = pick(
+      in.max_num_seqs, std::min<std::uint64_t>(large ? 1024 : 256, v.max_num_batched_tokens), "max_num_seqs");
+  if (in.max_num_seqs && v.max_num_seqs > v.max_num_batched_tokens) {
+    conflict(in.max_num_seqs->origin,
+             fmt::format("vLLM needs max_num_batched_tokens ({}) ≥ max_num_seqs ({})",
+                         v.max_num_batched_tokens, v.max_num_seqs));
+  }
+  v.block_size = pick(in.block_size, 16, "block_size");
+  v.non_torch = pick(in.non_torch_memory, vllm_default_non_torch(), "non_torch_memory");
+  v.shared_prefix = pick(in.shared_prefix, 0, "shared_prefix");
+  v.sampler = in.sampler ? in.sampler->value : VllmSampler::native;
+  if (!in.sampler) r.defaulted.emplace_back("sampler");
+  if (in.shared_prefix && v.shared_prefix >= w.seq) {
+    conflict(in.shared_prefix->origin,
+             fmt::format("the shared prefix ({} tokens) must be shorter than --seq ({}): each request "
+                         "adds tokens of its own",
+                         v.shared_prefix, w.seq));
+  }
+  if (in.shared_prefix && model.sliding_window_layers > 0) {
+    conflict(in.shared_prefix->origin, "prefix sharing with sliding-window layers is not modelled");
   }
 }
 
@@ -507,6 +662,13 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.kv_block, top.kv_block);
   take(base.engine, top.engine);
   take(base.gpu_layers, top.gpu_layers);
+  take(base.gpu_memory_utilization, top.gpu_memory_utilization);
+  take(base.max_num_batched_tokens, top.max_num_batched_tokens);
+  take(base.max_num_seqs, top.max_num_seqs);
+  take(base.block_size, top.block_size);
+  take(base.shared_prefix, top.shared_prefix);
+  take(base.non_torch_memory, top.non_torch_memory);
+  take(base.sampler, top.sampler);
   take(base.precision, top.precision);
   take(base.optimizer, top.optimizer);
   take(base.framework, top.framework);
@@ -559,6 +721,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
   if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
   if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
+  check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
              "the megatron profile models training; use --mode train, or --framework hf for inference");
@@ -651,6 +814,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     if (in.gpu_mem->value == 0) conflict(in.gpu_mem->origin, "expected a size above 0");
     r.gpu = Gpu{"custom", "custom capacity", "", in.gpu_mem->value, "given as " + in.gpu_mem->origin, ""};
   }
+  if (w.engine == Engine::vllm) resolve_vllm(model, r, in);
   // Runtime overhead: --overhead gives the whole of it; otherwise the CUDA
   // context plus cuBLAS workspaces sized for the GPU's architecture.
   if (in.overhead) {

@@ -28,6 +28,14 @@ std::string workload_line(const PlanResult& p) {
 }
 
 std::string workload_line(const Workload& w) {
+  if (w.mode == Mode::infer && w.engine == Engine::vllm) {
+    return fmt::format(
+        "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, KV cache {}, "
+        "utilization {:g}, block {}",
+        w.seq, w.vllm.max_num_batched_tokens, w.vllm.max_num_seqs,
+        w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
+        static_cast<double>(w.vllm.utilization_ppm) / 1e6, w.vllm.block_size);
+  }
   if (w.mode == Mode::infer) {
     return fmt::format(
         "infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}", w.batch, w.seq,
@@ -72,6 +80,25 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
   return fmt::format("{}.{}%", tenths / 10, tenths % 10);
 }
 
+std::string serving_lines(const PlanResult& p) {
+  const ServingPool& s = p.budget.serving;
+  const Workload& w = p.request.workload;
+  std::string out = "\n";
+  out += fmt::format(
+      "vLLM budget     {:>10} GiB  = {} GiB × {:g}; {} GiB go to weights, the profiled peak and "
+      "non-torch memory\n",
+      format_gib(s.requested), format_gib(w.vllm.gpu_total),
+      static_cast<double>(w.vllm.utilization_ppm) / 1e6, format_gib(s.non_kv));
+  out += fmt::format("KV pool         {:>10} blocks × {} tokens = {} tokens ({} per block over all layers)\n",
+                     format_thousands(s.kv_blocks), w.vllm.block_size, format_thousands(s.kv_tokens),
+                     format_bytes(s.block_bytes));
+  out +=
+      fmt::format("max concurrency {:>10.2f}x requests of {} tokens ({} blocks each{})\n", s.max_concurrency,
+                  format_thousands(w.seq), s.blocks_per_request - s.shared_blocks,
+                  s.shared_blocks > 0 ? fmt::format(" beyond {} shared prefix blocks", s.shared_blocks) : "");
+  return out;
+}
+
 std::string verdict(const PlanResult& p) {
   if (!p.fit) return "";
   const FitVerdict& v = *p.fit;
@@ -81,6 +108,7 @@ std::string verdict(const PlanResult& p) {
                        format_gib(static_cast<std::uint64_t>(v.headroom)));
   }
   const std::uint64_t over = static_cast<std::uint64_t>(-(v.headroom + 1)) + 1;
+  if (!v.reason.empty()) return fmt::format("does NOT fit on {}: {}", gpu, v.reason);
   return fmt::format("does NOT fit on {}: {} GiB over", gpu, format_gib(over));
 }
 

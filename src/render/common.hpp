@@ -31,6 +31,10 @@ namespace vramcalc::render_detail {
 /// Percentage with one decimal: "12.3%".
 [[nodiscard]] std::string percent(std::uint64_t part, std::uint64_t whole);
 
+/// vLLM's pool in three lines (--engine vllm): its budget, blocks and
+/// concurrency, each line ending in a newline, preceded by a blank line.
+[[nodiscard]] std::string serving_lines(const PlanResult& p);
+
 /// The verdict sentence for a GPU, or "" without one.
 [[nodiscard]] std::string verdict(const PlanResult& p);
 

@@ -63,6 +63,20 @@ std::string fit_cell(const PlanResult& p) {
   return fmt::format("over by {}", format_gib(static_cast<std::uint64_t>(-(p.fit->headroom + 1)) + 1));
 }
 
+// vLLM's pool in a column (--engine vllm): its blocks or its concurrency.
+std::string serving_cell(const PlanResult& p, bool concurrency) {
+  const ServingPool& s = p.budget.serving;
+  if (!s.present) return "—";
+  return concurrency ? fmt::format("{:.2f}x", s.max_concurrency) : format_thousands(s.kv_blocks);
+}
+
+bool any_serving(const std::vector<CompareColumn>& cols) {
+  for (const CompareColumn& c : cols) {
+    if (c.plan.budget.serving.present) return true;
+  }
+  return false;
+}
+
 bool any_fit(const std::vector<CompareColumn>& cols) {
   for (const CompareColumn& c : cols) {
     if (c.plan.fit) return true;
@@ -86,6 +100,7 @@ std::string table(const std::vector<CompareColumn>& cols) {
     width[c] = cols[c].label.size();
     for (const Row& r : rs) width[c] = std::max(width[c], cell(cols, c, r).size());
     width[c] = std::max(width[c], fit_cell(cols[c].plan).size());
+    width[c] = std::max(width[c], serving_cell(cols[c].plan, false).size());
   }
   auto line = [&](const std::string& head, auto value_of) {
     std::string l = fmt::format("{:<16}", head);
@@ -101,6 +116,11 @@ std::string table(const std::vector<CompareColumn>& cols) {
   if (any_fit(cols)) {
     out += line(cols[0].plan.fit ? cols[0].plan.fit->gpu.id : "gpu",
                 [&](std::size_t c) { return fit_cell(cols[c].plan); });
+  }
+  if (any_serving(cols)) {
+    out += "\n";
+    out += line("kv_blocks", [&](std::size_t c) { return serving_cell(cols[c].plan, false); });
+    out += line("max_concurrency", [&](std::size_t c) { return serving_cell(cols[c].plan, true); });
   }
   return out;
 }
@@ -126,6 +146,13 @@ std::string markdown(const std::vector<CompareColumn>& cols) {
     for (const CompareColumn& c : cols) out += fmt::format(" {} |", fit_cell(c.plan));
     out += "\n";
   }
+  if (any_serving(cols)) {
+    for (const bool concurrency : {false, true}) {
+      out += concurrency ? "| max_concurrency |" : "| kv_blocks |";
+      for (const CompareColumn& c : cols) out += fmt::format(" {} |", serving_cell(c.plan, concurrency));
+      out += "\n";
+    }
+  }
   return out;
 }
 
@@ -140,6 +167,11 @@ std::string csv(const std::vector<CompareColumn>& cols) {
   for (const Row& r : rows()) {
     out += r.name + "_bytes";
     for (const CompareColumn& c : cols) out += fmt::format(",{}", r.value(c.plan.budget, r.arg));
+    out += "\n";
+  }
+  if (any_serving(cols)) {
+    out += "kv_blocks";
+    for (const CompareColumn& c : cols) out += fmt::format(",{}", c.plan.budget.serving.kv_blocks);
     out += "\n";
   }
   return out;

@@ -80,6 +80,18 @@ json workload_json(const PlanResult& p) {
   j["loss"] = train ? json(render_detail::loss_text(w.loss)) : json(nullptr);
   j["quant"] = train ? json(nullptr) : json(quant_text(w.quant));
   j["quant_lm_head"] = w.quant.kind == QuantKind::none ? json(nullptr) : json(w.quant.quantize_lm_head);
+  if (!train && w.engine == Engine::vllm) {
+    const VllmConfig& v = w.vllm;
+    j["vllm"] = {{"gpu_memory_utilization", static_cast<double>(v.utilization_ppm) / 1e6},
+                 {"max_num_batched_tokens", v.max_num_batched_tokens},
+                 {"max_num_seqs", v.max_num_seqs},
+                 {"block_size", v.block_size},
+                 {"shared_prefix", v.shared_prefix},
+                 {"non_torch_memory_bytes", v.non_torch},
+                 {"sampler", std::string(name_of(v.sampler))}};
+  } else {
+    j["vllm"] = nullptr;
+  }
   j["dp"] = w.dp;
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
@@ -138,6 +150,20 @@ json plan_json(const PlanResult& p) {
   json host = json::array();
   for (const Node& n : b.host) host.push_back(node_json(n));
   j["host"] = {{"bytes", b.host_bytes}, {"breakdown", std::move(host)}};
+  if (b.serving.present) {
+    const ServingPool& s = b.serving;
+    j["serving"] = {{"kv_blocks", s.kv_blocks},
+                    {"kv_tokens", s.kv_tokens},
+                    {"max_concurrency", s.max_concurrency},
+                    {"blocks_per_request", s.blocks_per_request},
+                    {"shared_prefix_blocks", s.shared_blocks},
+                    {"block_bytes", s.block_bytes},
+                    {"requested_bytes", s.requested},
+                    {"non_kv_bytes", s.non_kv},
+                    {"available_kv_bytes", s.available}};
+  } else {
+    j["serving"] = nullptr;
+  }
 
   if (p.fit) {
     j["gpu"] = {{"name", p.fit->gpu.id},
@@ -145,6 +171,7 @@ json plan_json(const PlanResult& p) {
                 {"capacity_bytes", p.fit->gpu.capacity_bytes},
                 {"fits", p.fit->fits},
                 {"headroom_bytes", p.fit->headroom},
+                {"reason", p.fit->reason.empty() ? json(nullptr) : json(p.fit->reason)},
                 {"capacity_source", p.fit->gpu.source}};
   } else {
     j["gpu"] = nullptr;

@@ -25,6 +25,12 @@ std::string render_markdown(const PlanResult& p) {
   out += fmt::format("- peak reserved: {} GiB\n", format_gib(b.peak_reserved));
   out += fmt::format("- peak device: {} GiB\n", format_gib(b.peak_device));
   if (b.host_bytes > 0) out += fmt::format("- host memory: {} GiB\n", format_gib(b.host_bytes));
+  if (b.serving.present) {
+    const ServingPool& s = b.serving;
+    out += fmt::format("- vLLM KV pool: {} blocks = {} tokens; max concurrency {:.2f}x at {} tokens\n",
+                       format_thousands(s.kv_blocks), format_thousands(s.kv_tokens), s.max_concurrency,
+                       format_thousands(p.request.workload.seq));
+  }
   if (p.fit) out += fmt::format("- {}\n", verdict(p));
   return out;
 }
@@ -40,6 +46,9 @@ std::string render_csv(const PlanResult& p) {
   out += fmt::format("sum,{},\n", b.sum);
   out += fmt::format("peak_allocated,{},\npeak_reserved,{},\npeak_device,{},\n", b.peak_allocated,
                      b.peak_reserved, b.peak_device);
+  if (b.serving.present) {
+    out += fmt::format("kv_blocks,{},\nkv_tokens,{},\n", b.serving.kv_blocks, b.serving.kv_tokens);
+  }
   return out;
 }
 

@@ -135,6 +135,7 @@ int main() {
       make("llama-3.1-8b",
            {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"kv_dtype", "q8_0"}, {"gpu_layers", "20"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"loss", "chunked"}}),
+      make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "1000"}}),
   };
 
   g_counting = true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -15,6 +16,15 @@
 
 using namespace vramcalc;
 using nlohmann::json;
+
+TEST_CASE("input.schema.json lists every workload key a plan file takes", "[schema]") {
+  const json s = test::load_schema("input.schema.json");
+  const json& props = s["$defs"]["workload"]["properties"];
+  std::set<std::string> listed;
+  for (const auto& [key, value] : props.items()) listed.insert(key);
+  const std::set<std::string> taken(workload_keys().begin(), workload_keys().end());
+  CHECK(listed == taken);
+}
 
 TEST_CASE("fit JSON follows vramcalc.fit/1", "[render][json][fit]") {
   const json s = test::load_schema("fit-output.schema.json");
@@ -254,7 +264,9 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"mode", "train"}, {"batch", "4"}, {"seq", "4096"}},
            {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"checkpoint", "full"}, {"attention", "eager"}},
            {{"mode", "train"}, {"framework", "megatron"}, {"checkpoint", "selective"}},
-           {{"batch", "8"}, {"seq", "8192"}}}) {
+           {{"batch", "8"}, {"seq", "8192"}},
+           {{"engine", "vllm"}, {"gpu", "h100-80gb"}},
+           {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}}}) {
     WorkloadInput in;
     for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);
     const ModelSpec m = load_model("llama-3.1-8b");

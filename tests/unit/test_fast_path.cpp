@@ -122,6 +122,24 @@ std::vector<Settings> grid() {
           {{"mode", "train"}, {"loss", loss}, {"precision", "pure"}, {"batch", batch}, {"seq", seq}});
     }
   }
+  // vLLM's pool on several GPUs, samplers, cache types and prefixes.
+  for (const char* gpu : {"h100-80gb", "l40s", "t4"}) {
+    for (const char* sampler : {"native", "flashinfer"}) {
+      for (const char* kv : {"bf16", "fp8"}) {
+        out.push_back({{"engine", "vllm"}, {"gpu", gpu}, {"sampler", sampler}, {"kv_dtype", kv}});
+        out.push_back({{"engine", "vllm"},
+                       {"gpu", gpu},
+                       {"sampler", sampler},
+                       {"kv_dtype", kv},
+                       {"seq", "48"},
+                       {"shared_prefix", "20"},
+                       {"max_num_seqs", "1"},
+                       {"block_size", "8"}});
+      }
+    }
+  }
+  out.push_back(
+      {{"engine", "vllm"}, {"gpu_mem", "2GiB"}, {"quant", "gptq:4:128"}, {"gpu_memory_utilization", "0.5"}});
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;
@@ -147,6 +165,10 @@ void check_same(const Budget& b, const Totals& t) {
   CHECK(t.peak_reserved == b.peak_reserved);
   CHECK(t.peak_device == b.peak_device);
   CHECK(t.sum == b.sum);
+  CHECK(t.serving.present == b.serving.present);
+  CHECK(t.serving.kv_blocks == b.serving.kv_blocks);
+  CHECK(t.serving.available == b.serving.available);
+  CHECK(t.serving.max_concurrency == b.serving.max_concurrency);
 }
 
 }  // namespace

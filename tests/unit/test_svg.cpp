@@ -413,7 +413,7 @@ TEST_CASE("svg: long labels wrap instead of running into their neighbours", "[sv
 TEST_CASE("svg: degenerate bar charts are still valid SVG", "[svg]") {
   const PlanResult empty;  // no phases, all zero, no GPU
   PlanResult zero_gpu = empty;
-  zero_gpu.fit = FitVerdict{Gpu{"tiny", "Tiny GPU", "sm_0", 0, "", ""}, true, 0};
+  zero_gpu.fit = FitVerdict{Gpu{"tiny", "Tiny GPU", "sm_0", 0, "", ""}, true, 0, ""};
   const std::vector<PlanResult> plans = zero_plans();
   for (const std::vector<SvgBar>& bars : std::vector<std::vector<SvgBar>>{
            {},

@@ -1,0 +1,182 @@
+// vLLM's KV pool (--engine vllm): the start-up arithmetic on a tiny Llama,
+// worked by hand, the engine-argument defaults, and bad input.
+#include <algorithm>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "schema_check.hpp"
+#include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
+#include "vramcalc/render.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+using Settings = std::initializer_list<std::pair<std::string, std::string>>;
+
+// Tiny Llama (helpers.hpp): V=10, h=8, L=2, k=1, d=4, I=12, 64 positions.
+// --overhead 0 leaves out the cuBLAS workspace, so every byte is below.
+PlanRequest tiny(Settings extra) {
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  WorkloadInput in;
+  for (const auto& [k, v] : Settings{{"engine", "vllm"},
+                                     {"gpu_mem", "100000"},
+                                     {"gpu_memory_utilization", "0.5"},
+                                     {"max_num_batched_tokens", "8"},
+                                     {"max_num_seqs", "2"},
+                                     {"non_torch_memory", "0"},
+                                     {"overhead", "0"}}) {
+    set_from_text(in, k, v, "--" + k);
+  }
+  for (const auto& [k, v] : extra) set_from_text(in, k, v, "--" + k);
+  return resolve(m, in);
+}
+
+Budget budget(Settings extra) {
+  const PlanRequest r = tiny(extra);
+  return estimate(r.model, r.workload);
+}
+
+// Weights: 1,160 parameters in bf16 (2,320 B) and the rotary cache of
+// 64 positions × 4 × 2 B (512 B).
+constexpr std::uint64_t k_weights = 2320 + 512;
+// The sampler moment with the native sort, S = 2 rows of V = 10:
+// hidden T·h = 64, two S·h = 32 and the logits S·64 (padded) = 128, all
+// bf16: 448; fp32 logits 80, sorted 80, int64 indices 160, the segment
+// index 160, CUB's alternate keys and values 240: 1,168.
+constexpr std::uint64_t k_native_peak = 448 + 80 + 80 + 160 + 160 + 240;
+// The forward moment at T = 8: (4h + 3I)·T = 544 elements in bf16.
+constexpr std::uint64_t k_forward_peak = 544 * 2;
+
+}  // namespace
+
+TEST_CASE("vllm: the pool of a tiny Llama, by hand", "[vllm]") {
+  const Budget b = budget({});
+  CHECK(test::component(b, Component::weights) == k_weights);
+  CHECK(test::component(b, Component::transient) == k_native_peak);
+  const ServingPool& s = b.serving;
+  REQUIRE(s.present);
+  CHECK(s.requested == 50000);
+  CHECK(s.non_kv == k_weights + k_native_peak);
+  CHECK(s.available == 50000 - 4000);
+  // A page is 2·16·1·4 bf16 values = 256 B per layer: ⌊⌊46000 / 256⌋ / 2⌋ = ⌊179 / 2⌋.
+  CHECK(s.block_bytes == 512);
+  CHECK(s.kv_blocks == 89);
+  CHECK(s.kv_tokens == 89 * 16);
+  CHECK(test::component(b, Component::kv_cache) == 89 * 512);
+  // max_model_len defaults to the 64 positions: 4 blocks per request.
+  CHECK(s.blocks_per_request == 4);
+  CHECK(s.max_concurrency == Approx(89.0 / 4));
+}
+
+TEST_CASE("vllm: the sampler, the cache type and the shared prefix move the pool", "[vllm]") {
+  // FlashInfer keeps 448 + 80 + two fp32 copies = 688 B, below the forward
+  // moment, which then sets the peak: 46,080 B left, ⌊180 / 2⌋ blocks.
+  const Budget fi = budget({{"sampler", "flashinfer"}});
+  CHECK(test::component(fi, Component::transient) == k_forward_peak);
+  CHECK(fi.serving.kv_blocks == 90);
+  // fp8 halves the page: ⌊⌊46000 / 128⌋ / 2⌋ = 179.
+  CHECK(budget({{"kv_dtype", "fp8"}}).serving.kv_blocks == 179);
+  // 32 shared tokens are 2 full blocks stored once: (89 − 2) / (4 − 2).
+  const Budget shared = budget({{"shared_prefix", "32"}});
+  CHECK(shared.serving.shared_blocks == 2);
+  CHECK(shared.serving.max_concurrency == Approx(43.5));
+  // 31 shared tokens fill one block only.
+  CHECK(budget({{"shared_prefix", "31"}}).serving.shared_blocks == 1);
+  // Block size 8: pages of 128 B, 8 blocks per request.
+  const Budget small = budget({{"block_size", "8"}});
+  CHECK(small.serving.kv_blocks == 179);
+  CHECK(small.serving.blocks_per_request == 8);
+}
+
+TEST_CASE("vllm: a pool too small for one request does not fit, and says why", "[vllm]") {
+  // 4.6% of 100,000 B leaves 600 B: one block, and a request needs 4.
+  const PlanResult p = plan(tiny({{"gpu_memory_utilization", "0.046"}}));
+  REQUIRE(p.fit);
+  CHECK(p.budget.serving.kv_blocks == 1);
+  CHECK_FALSE(p.fit->fits);
+  CHECK(p.fit->headroom == -3 * 512);
+  CHECK(p.fit->reason.find("longest max_model_len that fits is 16") != std::string::npos);
+  // The CUDA context must leave room for total × utilization at start.
+  const PlanResult full = plan(tiny({{"gpu_memory_utilization", "1"}, {"overhead", "1000"}}));
+  CHECK_FALSE(full.fit->fits);
+  CHECK(full.fit->reason.find("free at start") != std::string::npos);
+  CHECK(plan(tiny({})).fit->fits);
+}
+
+TEST_CASE("vllm: engine-argument defaults follow vllm serve", "[vllm]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto request = [&](const char* gpu) { return test::request(m, {{"engine", "vllm"}, {"gpu", gpu}}); };
+  const PlanRequest h100 = request("h100-80gb");
+  CHECK(h100.workload.vllm.max_num_batched_tokens == 8192);
+  CHECK(h100.workload.vllm.max_num_seqs == 1024);
+  CHECK(h100.workload.vllm.utilization_ppm == 900000);
+  CHECK(h100.workload.vllm.block_size == 16);
+  CHECK(h100.workload.vllm.non_torch == vllm_default_non_torch());
+  // max_model_len is the config's max_position_embeddings.
+  CHECK(h100.workload.seq == 131072);
+  CHECK(std::find(h100.defaulted.begin(), h100.defaulted.end(), "batch") == h100.defaulted.end());
+  for (const char* gpu : {"a100-80gb", "l40s", "rtx-4090"}) {
+    const PlanRequest r = request(gpu);
+    CHECK(r.workload.vllm.max_num_batched_tokens == 2048);
+    CHECK(r.workload.vllm.max_num_seqs == 256);
+  }
+  // Sequences never exceed a step's tokens.
+  const PlanRequest few =
+      test::request(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "512"}});
+  CHECK(few.workload.vllm.max_num_seqs == 512);
+  // The rotary cache is part of the weights: 131072 × 128 × 2 B.
+  CHECK(vllm_rotary_cache_bytes(m, h100.workload) == 32ULL << 20);
+}
+
+TEST_CASE("vllm: bad engine arguments are rejected at the boundary", "[vllm]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto rejects = [&](Settings s, const std::string& origin, const std::string& words) {
+    try {
+      (void)test::request(m, s);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where() == origin);
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+  };
+  rejects({{"engine", "vllm"}}, "--engine", "give --gpu");
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"batch", "4"}}, "--batch", "max_concurrency");
+  rejects({{"gpu_memory_utilization", "0.5"}}, "--gpu_memory_utilization", "add --engine vllm");
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"seq", "200000"}}, "--seq", "max_position_embeddings");
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"kv_dtype", "fp16"}}, "--kv_dtype", "auto");
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"seq", "100"}, {"shared_prefix", "100"}},
+          "--shared_prefix", "shorter than --seq");
+  rejects(
+      {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "64"}, {"max_num_seqs", "65"}},
+      "--max_num_seqs", "≥ max_num_seqs");
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"kv_dtype", "q8_0"}}, "--kv_dtype", "llama.cpp");
+  const ModelSpec gemma = load_model("gemma-2-9b");
+  CHECK_THROWS_AS(test::request(gemma, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}), InputError);
+  WorkloadInput in;
+  for (const char* bad : {"0", "1.5", "-0.2", "abc", "0.0000001"}) {
+    CHECK_THROWS_AS(set_from_text(in, "gpu_memory_utilization", bad, "--gpu-memory-utilization"), InputError);
+  }
+  for (const char* bad : {"0", "24", "512"}) {
+    CHECK_THROWS_AS(set_from_text(in, "block_size", bad, "--block-size"), InputError);
+  }
+  CHECK_THROWS_AS(set_from_text(in, "sampler", "flash", "--sampler"), InputError);
+}
+
+TEST_CASE("vllm plans follow the plan-output schema", "[vllm]") {
+  const nlohmann::json s = test::load_schema("plan-output.schema.json");
+  const ModelSpec m = load_model("llama-3.1-8b");
+  for (const auto& settings : std::vector<std::vector<std::pair<std::string, std::string>>>{
+           {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "512"}},
+           {{"engine", "vllm"}, {"gpu", "t4"}}}) {
+    WorkloadInput in;
+    for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);
+    const nlohmann::json j = nlohmann::json::parse(render_json(plan(resolve(m, in))));
+    test::check_required(s, j, "");
+    CHECK(j["serving"]["kv_blocks"].is_number_integer());
+    CHECK(j["workload"]["vllm"]["sampler"] == "native");
+  }
+}
