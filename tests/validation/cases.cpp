@@ -239,6 +239,36 @@ Evaluation evaluate_cpu_cases() {
   return out;
 }
 
+// A vLLM start-up log: the KV blocks within the 2%, and the terms
+// the log prints: weights within their printed rounding, the profiled
+// activation peak (vLLM's torch peak increase, which includes the cuBLAS
+// workspace) within 5%, and the concurrency where it is printed.
+void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& expect, const Budget& b,
+                          const Workload& w) {
+  auto add = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted, double tolerance,
+                 std::uint64_t rounding) {
+    Comparison x;
+    x.case_id = id;
+    x.kind = kind;
+    x.measured = measured;
+    x.predicted = predicted;
+    x.tolerance = tolerance;
+    x.tolerance_bytes = rounding;
+    out.comparisons.push_back(x);
+  };
+  const ServingPool& s = b.serving;
+  add("vLLM KV blocks (published)", expect["kv_blocks"].get<std::uint64_t>(), s.kv_blocks, 0.02, 0);
+  if (expect.contains("max_concurrency_centi")) {
+    add("vLLM max concurrency ×100 (published)", expect["max_concurrency_centi"].get<std::uint64_t>(),
+        static_cast<std::uint64_t>(std::llround(s.max_concurrency * 100)), 0.02, 0);
+  }
+  add("vLLM weights (published)", expect["weights_bytes"].get<std::uint64_t>(),
+      b.components[static_cast<std::size_t>(Component::weights)], 0,
+      expect["weights_rounding_bytes"].get<std::uint64_t>());
+  add("vLLM profiled peak (published)", expect["activation_peak_bytes"].get<std::uint64_t>(),
+      b.components[static_cast<std::size_t>(Component::transient)] + w.cublas_workspace, 0.05, 0);
+}
+
 Evaluation evaluate_published_cases() {
   Evaluation out;
   for (const json& c : load("published.jsonl")) {
@@ -265,6 +295,10 @@ Evaluation evaluate_published_cases() {
     const PlanRequest r = resolve(model, in);
     const Budget b = estimate(r.model, r.workload);
     const std::string quantity = v["quantity"].get<std::string>();
+    if (quantity == "vllm") {
+      add_vllm_comparisons(out, id, v["expect"], b, r.workload);
+      continue;
+    }
     Comparison x;
     x.case_id = id;
     x.measured = v["value_bytes"].get<std::uint64_t>();
