@@ -122,6 +122,15 @@ struct LlamaCppPlacement {
 /// AttentionSpec.page_size_bytes).
 [[nodiscard]] std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w);
 
+/// One rank's share of a model under vLLM's tensor parallelism, as a model
+/// of its own (model_executor/layers/linear.py, vocab_parallel_embedding.py):
+/// attention heads, the MLP's intermediate size and the vocabulary (padded
+/// to a multiple of 64) divided by tp; KV heads divided, or one per rank
+/// when there are fewer than tp (QKVParallelLinear replicates them);
+/// hidden size and norms whole. The name and source stay empty, so the
+/// copy never allocates.
+[[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp);
+
 /// vLLM V1's KV pool from the GPU's total memory (vllm v1/worker/gpu_worker.py
 /// determine_available_memory; v1/core/kv_cache_utils.py get_num_blocks,
 /// get_max_concurrency_for_kv_cache_config): requested = total × utilization;

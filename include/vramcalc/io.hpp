@@ -73,6 +73,7 @@ struct WorkloadInput {
   std::optional<Given<std::uint64_t>> shared_prefix;
   std::optional<Given<std::uint64_t>> non_torch_memory;
   std::optional<Given<VllmSampler>> sampler;
+  std::optional<Given<std::uint64_t>> tp;
   std::optional<Given<Precision>> precision;
   std::optional<Given<Optimizer>> optimizer;
   std::optional<Given<Framework>> framework;

@@ -65,6 +65,8 @@ struct ModelSpec {
   double embedding_dropout = 0.0;        ///< probability on the embedding output
   double attn_logit_softcapping = 0.0;   ///< Gemma 2; 0 when absent
   double final_logit_softcapping = 0.0;  ///< Gemma 2; 0 when absent
+
+  bool operator==(const ModelSpec&) const = default;
 };
 
 /// The Hugging Face spelling: "llama", "gemma2", ...

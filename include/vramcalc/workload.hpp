@@ -65,6 +65,8 @@ struct VllmConfig {
   /// blocks are stored once.
   std::uint64_t shared_prefix = 0;
   VllmSampler sampler = VllmSampler::native;
+  /// --tensor-parallel-size: ranks that split every layer and the vocabulary.
+  std::uint64_t tp = 1;
 };
 
 enum class AttentionImpl : std::uint8_t {

@@ -54,6 +54,9 @@ constexpr FlagSpec k_flags[] = {
     {"non_torch_memory", "--non-torch-memory",
      "vllm: memory outside PyTorch that appears during profiling, e.g. 0.5GiB (default 0.16 GiB, vLLM PR "
      "#12126's H100 log)"},
+    {"tp", "--tp",
+     "vllm: tensor-parallel ranks (--tensor-parallel-size); the plan is one rank's: heads, the MLP and the "
+     "vocabulary split, KV heads split or replicated (default 1)"},
     {"sampler", "--sampler",
      "vllm: top-k/top-p sampler of the profiling run: native (PyTorch sort, the default since v0.11.1) | "
      "flashinfer (default native)"},

@@ -796,7 +796,8 @@ constexpr std::string_view k_vllm_runner_source =
 // "vLLM's KV pool"): the larger of a decoder layer's MLP on
 // max_num_batched_tokens tokens and the dummy sampler step on one row per
 // sequence, where a top-k/top-p sort over the vocabulary dominates.
-Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, Detail detail) {
+Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::uint64_t vocab,
+                                   Detail detail) {
   const VllmConfig& v = w.vllm;
   const DType c = w.dtype;
   const std::uint64_t T = v.max_num_batched_tokens;
@@ -827,10 +828,12 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, Detail
 
   // The dummy sampler step: the batch's final hidden states, the gathered
   // last positions and their random stand-in, one logits row per sequence
-  // (lm_head output padded to 64 vocabulary entries), its fp32 copy, then
-  // the top-k/top-p step over S·V elements.
-  const std::uint64_t vocab_padded = ceil_div(m.vocab_size, 64) * 64;
-  const std::uint64_t SV = checked_mul(S, m.vocab_size);
+  // (lm_head output padded to 64 vocabulary entries; under tensor
+  // parallelism every rank all-gathers the whole row, logits_processor.py
+  // _gather_logits), its fp32 copy, then the top-k/top-p step over S·V
+  // elements.
+  const std::uint64_t vocab_padded = ceil_div(vocab, 64) * 64;
+  const std::uint64_t SV = checked_mul(S, vocab);
   Inventory samp(detail);
   samp.add("profile.hidden", "final hidden states of the profiling batch", Th, c, "T·h",
            k_vllm_runner_source);
@@ -862,9 +865,9 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, Detail
 
 // vLLM (--engine vllm): the weights, the profiled working set, and a KV
 // pool of whole blocks sized from what the utilization leaves.
-Moments vllm(Builder& out, const ModelSpec& m, const Workload& w) {
+Moments vllm(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t vocab) {
   const Detail d = out.detail;
-  Inventory work = vllm_profile_working_set(m, w, d);
+  Inventory work = vllm_profile_working_set(m, w, vocab, d);
   // The profiling run's first matmul allocates cuBLAS's workspace through
   // the caching allocator, so vLLM's peak counts it (runtime_overhead here).
   const std::uint64_t peak = checked_add(total_bytes(work), w.cublas_workspace);
@@ -911,7 +914,7 @@ Moments vllm(Builder& out, const ModelSpec& m, const Workload& w) {
   return moments;
 }
 
-Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
+Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t vocab) {
   const Detail d = out.detail;
   if (out.tree() && w.quant.kind == QuantKind::gguf && w.engine != Engine::llamacpp) {
     out.b->notes.emplace_back(
@@ -924,7 +927,7 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w) {
         "(docs/formulas.md, Quantized weights)");
   }
   if (w.engine == Engine::llamacpp) return llamacpp(out, m, w);
-  if (w.engine == Engine::vllm) return vllm(out, m, w);
+  if (w.engine == Engine::vllm) return vllm(out, m, w, vocab);
   const std::uint64_t per_token =
       bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
@@ -1035,8 +1038,19 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
   return r;
 }
 
-// Both paths: the components, phases and peaks of `m` under `w`.
-Totals assemble(Builder& out, const ModelSpec& m, const Workload& w) {
+// The model one GPU holds: under vLLM's tensor parallelism one rank's
+// shard (built in `storage`), else `model` itself.
+const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec& storage) {
+  if (w.mode != Mode::infer || w.engine != Engine::vllm || w.vllm.tp == 1) return model;
+  storage = tensor_parallel_shard(model, w.vllm.tp);
+  return storage;
+}
+
+// Both paths: the components, phases and peaks of `model` under `w`; every
+// formula sees the model one GPU holds.
+Totals assemble(Builder& out, const ModelSpec& model, const Workload& w) {
+  ModelSpec shard;
+  const ModelSpec& m = rank_model(model, w, shard);
   const ParamTensorList tensors = parameter_tensor_list(m);
   const ParameterCount pc = count_parameters(tensors, m.num_layers);
   std::uint64_t ddp_buckets = 0;
@@ -1047,8 +1061,8 @@ Totals assemble(Builder& out, const ModelSpec& m, const Workload& w) {
                ? "as given with --overhead"
                : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces";
   });
-  const Moments moments =
-      w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets) : inference(out, m, w);
+  const Moments moments = w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets)
+                                                : inference(out, m, w, model.vocab_size);
   return peaks(out, moments, w);
 }
 
@@ -1068,7 +1082,9 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   b.peak_device = r.peak_device;
   b.sum = r.sum;
   b.serving = r.serving;
-  core::annotate(b, m, w, count_parameters(m));
+  ModelSpec shard;
+  const ModelSpec& held = rank_model(m, w, shard);
+  core::annotate(b, held, w, count_parameters(held), m.vocab_size);
   return b;
 }
 

@@ -19,6 +19,7 @@ struct Symbols {
   const Workload& w;
   const ParameterCount& pc;
   const ServingPool& pool;
+  std::uint64_t vocab;  // the whole vocabulary, also under tensor parallelism
 };
 
 // The value of one symbol of the expressions (docs/formulas.md, "Symbols"),
@@ -34,7 +35,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "k") return x.m.num_key_value_heads;
   if (name == "d") return x.m.head_dim;
   if (name == "I") return x.m.intermediate_size;
-  if (name == "V" || name == "v") return x.m.vocab_size;
+  if (name == "V" || name == "v") return x.vocab;
   if (name == "L" || name == "layers") return x.m.num_layers;
   if (name == "window") return x.m.sliding_window;
   if (name == "P") return x.pc.total;
@@ -48,7 +49,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
     const VllmConfig& v = x.w.vllm;
     if (name == "T") return v.max_num_batched_tokens;
     if (name == "S") return std::min(v.max_num_seqs, v.max_num_batched_tokens);
-    if (name == "Vpad") return ceil_div(x.m.vocab_size, 64) * 64;
+    if (name == "Vpad") return ceil_div(x.vocab, 64) * 64;
     if (name == "block") return v.block_size;
     if (name == "blocks") return x.pool.kv_blocks;
   }
@@ -143,8 +144,9 @@ std::string_view section_of(Component c, const Workload& w) {
 
 }  // namespace
 
-void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterCount& pc) {
-  const Symbols x{m, w, pc, b.serving};
+void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterCount& pc,
+              std::uint64_t vocab) {
+  const Symbols x{m, w, pc, b.serving, vocab};
   for (std::size_t i = 0; i < b.breakdown.size(); ++i) {
     walk(b.breakdown[i], x, section_of(static_cast<Component>(i), w));
   }

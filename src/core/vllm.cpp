@@ -14,6 +14,39 @@ std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w) {
   return bytes_for(checked_product(2, w.vllm.block_size, m.num_key_value_heads, m.head_dim), w.kv_dtype);
 }
 
+ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp) {
+  ModelSpec s;
+  s.type = m.type;
+  s.num_layers = m.num_layers;
+  s.hidden_size = m.hidden_size;
+  s.intermediate_size = m.intermediate_size / tp;
+  s.num_attention_heads = m.num_attention_heads / tp;
+  s.num_key_value_heads = std::max<std::uint64_t>(1, m.num_key_value_heads / tp);
+  s.head_dim = m.head_dim;
+  s.vocab_size = tp == 1 ? m.vocab_size : ceil_div(m.vocab_size, 64) * 64 / tp;
+  s.max_position_embeddings = m.max_position_embeddings;
+  s.learned_positions = m.learned_positions;
+  s.norm = m.norm;
+  s.norms_per_layer = m.norms_per_layer;
+  s.qk_norm = m.qk_norm;
+  s.gated_mlp = m.gated_mlp;
+  s.activation = m.activation;
+  s.qkv_bias = m.qkv_bias;
+  s.o_bias = m.o_bias;
+  s.mlp_bias = m.mlp_bias;
+  s.fused_qkv = m.fused_qkv;
+  s.tie_word_embeddings = m.tie_word_embeddings;
+  s.rope_llama3 = m.rope_llama3;
+  s.sliding_window = m.sliding_window;
+  s.sliding_window_layers = m.sliding_window_layers;
+  s.attention_dropout = m.attention_dropout;
+  s.hidden_dropout = m.hidden_dropout;
+  s.embedding_dropout = m.embedding_dropout;
+  s.attn_logit_softcapping = m.attn_logit_softcapping;
+  s.final_logit_softcapping = m.final_logit_softcapping;
+  return s;
+}
+
 namespace {
 
 // Blocks one request of max_model_len tokens can occupy: the whole context

@@ -320,6 +320,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "shared_prefix",
                                                 "non_torch_memory",
                                                 "sampler",
+                                                "tp",
                                                 "dp",
                                                 "zero",
                                                 "fsdp",
@@ -365,6 +366,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "shared_prefix") return put(in.shared_prefix, parse_integer(text, origin, false), origin);
   if (key == "non_torch_memory") return put(in.non_torch_memory, parse_size(text, origin), origin);
   if (key == "sampler") return put(in.sampler, parse_choice(k_samplers, text, origin), origin);
+  if (key == "tp") return put(in.tp, parse_integer(text, origin, true), origin);
   if (key == "precision") return put(in.precision, parse_choice(k_precisions, text, origin), origin);
   if (key == "optimizer") return put(in.optimizer, parse_choice(k_optimizers, text, origin), origin);
   if (key == "framework") return put(in.framework, parse_choice(k_frameworks, text, origin), origin);
@@ -390,11 +392,17 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"batch",         "grad_accum",
-                                                 "seq",           "dp",
-                                                 "zero",          "gpu_layers",
-                                                 "max_num_seqs",  "block_size",
-                                                 "shared_prefix", "max_num_batched_tokens"};
+  const std::vector<std::string> integer_keys = {"batch",
+                                                 "grad_accum",
+                                                 "seq",
+                                                 "dp",
+                                                 "zero",
+                                                 "gpu_layers",
+                                                 "max_num_seqs",
+                                                 "block_size",
+                                                 "shared_prefix",
+                                                 "max_num_batched_tokens",
+                                                 "tp"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -498,6 +506,33 @@ void check_vllm_keys(const WorkloadInput& in) {
   only(in.shared_prefix);
   only(in.non_torch_memory);
   only(in.sampler);
+  if (in.tp && in.tp->value > 1 && !vllm) {
+    conflict(in.tp->origin, "tensor parallelism is modelled for --engine vllm so far");
+  }
+}
+
+// What vLLM's tensor parallelism can split (model_executor/layers/linear.py
+// and vocab_parallel_embedding.py divide exactly, or refuse to start).
+void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std::string& origin) {
+  const std::uint64_t tp = w.vllm.tp;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) conflict(origin, fmt::format("vLLM cannot split {} over {} ranks: {}", model.name, tp, what));
+  };
+  need(model.num_attention_heads % tp == 0,
+       fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp));
+  const std::uint64_t kv = model.num_key_value_heads;
+  need(kv >= tp ? kv % tp == 0 : tp % kv == 0,
+       fmt::format("{} KV heads neither divide into {} ranks nor replicate evenly over them", kv, tp));
+  need(model.intermediate_size % tp == 0,
+       fmt::format("an intermediate size of {} is not a multiple of {}", model.intermediate_size, tp));
+  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
+  need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
+  const Quant& q = w.quant;
+  if ((q.kind == QuantKind::gptq || q.kind == QuantKind::awq) && q.group > 0) {
+    need((model.intermediate_size / tp) % q.group == 0,
+         fmt::format("{}'s groups of {} do not tile a rank's {} down-projection inputs", quant_text(q),
+                     q.group, model.intermediate_size / tp));
+  }
 }
 
 // vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
@@ -558,6 +593,8 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   v.shared_prefix = pick(in.shared_prefix, 0, "shared_prefix");
   v.sampler = in.sampler ? in.sampler->value : VllmSampler::native;
   if (!in.sampler) r.defaulted.emplace_back("sampler");
+  v.tp = pick(in.tp, 1, "tp");
+  if (v.tp > 1) check_tensor_parallel(model, w, in.tp->origin);
   if (in.shared_prefix && v.shared_prefix >= w.seq) {
     conflict(in.shared_prefix->origin,
              fmt::format("the shared prefix ({} tokens) must be shorter than --seq ({}): each request "
@@ -669,6 +706,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.shared_prefix, top.shared_prefix);
   take(base.non_torch_memory, top.non_torch_memory);
   take(base.sampler, top.sampler);
+  take(base.tp, top.tp);
   take(base.precision, top.precision);
   take(base.optimizer, top.optimizer);
   take(base.framework, top.framework);

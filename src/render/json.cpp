@@ -88,7 +88,8 @@ json workload_json(const PlanResult& p) {
                  {"block_size", v.block_size},
                  {"shared_prefix", v.shared_prefix},
                  {"non_torch_memory_bytes", v.non_torch},
-                 {"sampler", std::string(name_of(v.sampler))}};
+                 {"sampler", std::string(name_of(v.sampler))},
+                 {"tp", v.tp}};
   } else {
     j["vllm"] = nullptr;
   }

@@ -136,6 +136,7 @@ int main() {
            {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"kv_dtype", "q8_0"}, {"gpu_layers", "20"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"loss", "chunked"}}),
       make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "1000"}}),
+      make("llama-3.1-70b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "4"}}),
   };
 
   g_counting = true;

@@ -140,6 +140,11 @@ std::vector<Settings> grid() {
   }
   out.push_back(
       {{"engine", "vllm"}, {"gpu_mem", "2GiB"}, {"quant", "gptq:4:128"}, {"gpu_memory_utilization", "0.5"}});
+  for (const char* tp : {"2", "4", "8"}) {
+    out.push_back({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", tp}});
+    out.push_back(
+        {{"engine", "vllm"}, {"gpu", "a100-40gb"}, {"tp", tp}, {"quant", "awq:4:128"}, {"dtype", "fp16"}});
+  }
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;

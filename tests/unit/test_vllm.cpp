@@ -9,6 +9,7 @@
 #include "schema_check.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
+#include "vramcalc/io.hpp"
 #include "vramcalc/render.hpp"
 
 using namespace vramcalc;
@@ -179,4 +180,62 @@ TEST_CASE("vllm plans follow the plan-output schema", "[vllm]") {
     CHECK(j["serving"]["kv_blocks"].is_number_integer());
     CHECK(j["workload"]["vllm"]["sampler"] == "native");
   }
+}
+
+TEST_CASE("vllm: a tensor-parallel rank holds its shard of every layer", "[vllm][tp]") {
+  // One rank of one is the model itself, for every preset (all fields but
+  // the name and source, which the shard leaves empty).
+  for (const PresetInfo& p : presets()) {
+    ModelSpec whole = load_model(p.name);
+    const ModelSpec one = tensor_parallel_shard(whole, 1);
+    whole.name.clear();
+    whole.source.clear();
+    CHECK(one == whole);
+  }
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const ModelSpec two = tensor_parallel_shard(m, 2);
+  CHECK(two.num_attention_heads == 16);
+  CHECK(two.num_key_value_heads == 4);
+  CHECK(two.intermediate_size == 7168);
+  CHECK(two.vocab_size == 64128);
+  CHECK(two.hidden_size == 4096);
+  // Eight KV heads over 16 ranks: one per rank, replicated.
+  CHECK(tensor_parallel_shard(m, 16).num_key_value_heads == 1);
+
+  // Per rank at tp 2: embeddings and lm_head 64128×4096 each, per layer
+  // q 4096×2048, k and v 4096×512, o 2048×4096, gate, up and down 4096×7168,
+  // norms whole; plus the whole rotary cache. In bf16.
+  const std::uint64_t per_layer = 4096ULL * 2048 * 2 + 4096ULL * 512 * 2 + 4096ULL * 7168 * 3 + 2 * 4096;
+  const std::uint64_t params = 2 * 64128ULL * 4096 + 32 * per_layer + 4096;
+  const Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "2"}});
+  const Budget b = estimate(m, w);
+  CHECK(test::component(b, Component::weights) == 2 * params + (32ULL << 20));
+  // K and V of 4 heads per rank: a 16-token block of 32 layers is 1 MiB.
+  CHECK(b.serving.block_bytes == 1ULL << 20);
+  // The sampler all-gathers whole logits rows: the profiled peak does not shrink.
+  const Budget one_rank = estimate(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
+  CHECK(test::component(b, Component::transient) == test::component(one_rank, Component::transient));
+  CHECK(b.serving.kv_blocks > 2 * one_rank.serving.kv_blocks);
+}
+
+TEST_CASE("vllm: tensor parallelism that vLLM cannot split is rejected", "[vllm][tp]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto rejects = [&](Settings s, const std::string& words) {
+    try {
+      (void)test::request(m, s);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where() == "--tp");
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+  };
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "3"}}, "32 attention heads");
+  rejects({{"tp", "2"}}, "--engine vllm");
+  rejects({{"mode", "train"}, {"tp", "2"}}, "--engine vllm");
+  // At tp 8 a rank has 14336 / 8 = 1792 down-projection inputs: groups of
+  // 128 tile them, groups of 1024 do not.
+  CHECK_NOTHROW(
+      test::request(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "8"}, {"quant", "awq:4:128"}}));
+  rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "8"}, {"quant", "gptq:4:1024"}},
+          "groups of 1024");
 }

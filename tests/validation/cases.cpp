@@ -257,7 +257,9 @@ void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& ex
     out.comparisons.push_back(x);
   };
   const ServingPool& s = b.serving;
-  add("vLLM KV blocks (published)", expect["kv_blocks"].get<std::uint64_t>(), s.kv_blocks, 0.02, 0);
+  if (expect.contains("kv_blocks")) {
+    add("vLLM KV blocks (published)", expect["kv_blocks"].get<std::uint64_t>(), s.kv_blocks, 0.02, 0);
+  }
   if (expect.contains("max_concurrency_centi")) {
     add("vLLM max concurrency ×100 (published)", expect["max_concurrency_centi"].get<std::uint64_t>(),
         static_cast<std::uint64_t>(std::llround(s.max_concurrency * 100)), 0.02, 0);
