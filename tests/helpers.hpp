@@ -5,6 +5,9 @@
 #include <string>
 #include <utility>
 
+#include <catch2/catch.hpp>
+
+#include "vramcalc/error.hpp"
 #include "vramcalc/estimate.hpp"
 #include "vramcalc/io.hpp"
 
@@ -35,6 +38,21 @@ inline PlanRequest request(const ModelSpec& m,
 inline Workload workload(const ModelSpec& m,
                          std::initializer_list<std::pair<std::string, std::string>> settings) {
   return request(m, settings).workload;
+}
+
+/// Checks that the input boundary rejects `settings` for `m`, naming
+/// `origin` and saying `words`.
+inline void check_rejects(const ModelSpec& m,
+                          std::initializer_list<std::pair<std::string, std::string>> settings,
+                          const std::string& origin, const std::string& words) {
+  try {
+    (void)request(m, settings);
+    FAIL("accepted");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    CHECK(e.where() == origin);
+    CHECK(std::string(e.what()).find(words) != std::string::npos);
+  }
 }
 
 inline std::uint64_t component(const Budget& b, Component c) {

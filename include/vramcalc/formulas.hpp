@@ -83,6 +83,17 @@ struct ShardFactors {
 /// Sharded ⌈· / N⌉ under ZeRO ≥ 1.
 [[nodiscard]] std::uint64_t optimizer_state_bytes(const std::vector<ParamTensor>& tensors, const Workload& w);
 
+// ---- adapters ---------------------------------------------------------------
+
+/// LoRA's trainable tensors (PEFT tuners/lora/layer.py LoraLayer.update_layer):
+/// for each targeted projection of every layer, lora_A (r × in) and lora_B
+/// (out × r), no bias. Empty without adapters.
+[[nodiscard]] ParamTensorList lora_adapter_tensors(const ModelSpec& m, const Workload& w);
+
+/// Parameters that receive gradients: the adapters' under LoRA/QLoRA, every
+/// parameter otherwise.
+[[nodiscard]] std::uint64_t trainable_parameters(const ModelSpec& m, const Workload& w);
+
 // ---- inference --------------------------------------------------------------
 
 /// KV cache per GPU: Σ over layers of 2 (K and V) × b × tokens × k × d × bytes,

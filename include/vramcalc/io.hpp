@@ -58,6 +58,11 @@ struct Given {
 /// "workload" object fill one each; overlay() lets flags win.
 struct WorkloadInput {
   std::optional<Given<Mode>> mode;
+  std::optional<Given<Adapter>> adapter;  ///< --mode lora|qlora (with mode train)
+  std::optional<Given<std::uint64_t>> lora_rank;
+  std::optional<Given<std::uint8_t>> lora_targets;  ///< LoraTarget bits
+  std::optional<Given<DType>> lora_dtype;
+  std::optional<Given<double>> lora_dropout;
   std::optional<Given<std::uint64_t>> batch;
   std::optional<Given<std::uint64_t>> grad_accum;
   std::optional<Given<std::uint64_t>> seq;

@@ -97,6 +97,34 @@ struct Loss {
   std::uint64_t chunks = 0;  ///< number of position chunks for LossImpl::chunked, else 0
 };
 
+/// Fine-tuning through adapters (docs/formulas.md, "LoRA and QLoRA").
+enum class Adapter : std::uint8_t {
+  none,   ///< every parameter trains
+  lora,   ///< a frozen 16-bit base and LoRA adapters (PEFT)
+  qlora,  ///< a frozen 4-bit base (bitsandbytes), LoRA adapters, 16-bit compute (Dettmers et al. 2023)
+};
+
+/// The projections of a decoder layer an adapter can target: bits of
+/// Lora::targets.
+enum LoraTarget : std::uint8_t {
+  lora_q = 1,
+  lora_k = 2,
+  lora_v = 4,
+  lora_o = 8,
+  lora_gate = 16,
+  lora_up = 32,
+  lora_down = 64,
+  lora_all = 127,
+};
+
+struct Lora {
+  Adapter kind = Adapter::none;
+  std::uint64_t rank = 0;     ///< r: A is r × in, B is out × r
+  std::uint8_t targets = 0;   ///< LoraTarget bits
+  DType dtype = DType::fp32;  ///< adapter parameters (PEFT upcasts them to fp32)
+  double dropout = 0.0;       ///< lora_dropout
+};
+
 /// Dropout probabilities; only p > 0 matters for memory (a mask is saved).
 struct Dropout {
   double attention = 0.0;  ///< on the attention probabilities
@@ -128,6 +156,7 @@ struct Workload {
   Dropout dropout;
   Checkpointing checkpoint;
   Loss loss;
+  Lora lora;               ///< training through adapters; kind none for full fine-tuning
   std::uint64_t dp = 1;    ///< data-parallel degree
   std::uint32_t zero = 0;  ///< ZeRO stage 0-3 (FSDP full = 3, grad-op = 2)
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the

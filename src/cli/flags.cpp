@@ -16,7 +16,20 @@ struct FlagSpec {
 
 // Order here is the order of --help.
 constexpr FlagSpec k_flags[] = {
-    {"mode", "--mode", "infer | train (default infer)"},
+    {"mode", "--mode",
+     "infer | train | lora (a frozen 16-bit base with LoRA adapters, PEFT) | qlora (a frozen bitsandbytes "
+     "4-bit base, nf4 with double quantisation unless --quant says otherwise) (default infer)"},
+    {"lora_rank", "--lora-rank", "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig)"},
+    {"lora_targets", "--lora-targets",
+     "lora, qlora: all-linear | attn | mlp | a comma list of q, k, v, o, gate, up, down (default q,v: PEFT's "
+     "choice for Llama-style models)"},
+    {"lora_dtype", "--lora-dtype",
+     "lora, qlora: fp32 (PEFT: adapters upcast, trained under autocast; QLoRA also casts the base's "
+     "non-4-bit "
+     "parameters to fp32 and turns checkpointing on) | bf16 | fp16 (everything 16-bit, as torchtune) "
+     "(default "
+     "fp32)"},
+    {"lora_dropout", "--lora-dropout", "lora, qlora: lora_dropout probability (default 0)"},
     {"batch", "--batch", "micro-batch per GPU; concurrent sequences when serving (default 1)"},
     {"grad_accum", "--grad-accum",
      "micro-batches per optimizer step (gradient accumulation); above 1, gradients stay allocated "

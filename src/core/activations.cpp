@@ -70,21 +70,35 @@ Dtypes dtypes_of(const Workload& w) {
   if (w.mode == Mode::infer) {
     // fp8 checkpoints compute in bf16; the fp8 weights are dequantised per matmul.
     const DType compute = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
-    return {w.dtype, w.dtype, compute, compute, w.dtype, false, false};
+    return {w.dtype, w.dtype, compute, compute, w.dtype, false, false, compute};
+  }
+  const DType adapters = w.lora.dtype;
+  if (w.lora.kind == Adapter::lora) {
+    // A frozen 16-bit base runs as in pure 16-bit; autocast (fp32 adapters)
+    // touches only the adapter path.
+    return {half, adapters, half, half, adapters, false, adapters != half, half};
+  }
+  if (w.lora.kind == Adapter::qlora) {
+    if (adapters != DType::fp32) return {half, adapters, half, half, adapters, false, false, half};
+    // PEFT's recipe: prepare_model_for_kbit_training casts every parameter
+    // that is not 4-bit to fp32 (embeddings, norms, lm_head), so the
+    // residual stream is fp32; bitsandbytes' Linear4bit computes in 16-bit
+    // and casts its output back to its input's dtype (fp32).
+    return {DType::fp32, adapters, half, DType::fp32, adapters, false, true, DType::fp32};
   }
   switch (w.precision) {
     case Precision::fp32:
-      return {DType::fp32, DType::fp32, DType::fp32, DType::fp32, DType::fp32, false, false};
+      return {DType::fp32, DType::fp32, DType::fp32, DType::fp32, DType::fp32, false, false, DType::fp32};
     case Precision::amp:
-      return {DType::fp32, DType::fp32, half, DType::fp32, DType::fp32, false, true};
+      return {DType::fp32, DType::fp32, half, DType::fp32, DType::fp32, false, true, half};
     case Precision::mixed:
-      return {half, half, half, half, DType::fp32, true, false};
+      return {half, half, half, half, DType::fp32, true, false, half};
     case Precision::mixed_fp32_grads:
-      return {half, DType::fp32, half, half, DType::fp32, true, false};
+      return {half, DType::fp32, half, half, DType::fp32, true, false, half};
     case Precision::pure:
-      return {half, half, half, half, half, false, false};
+      return {half, half, half, half, half, false, false, half};
   }
-  return {half, half, half, half, half, false, false};
+  return {half, half, half, half, half, false, false, half};
 }
 
 }  // namespace vramcalc::core

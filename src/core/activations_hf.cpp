@@ -28,6 +28,10 @@ struct HfContext {
   Dims x;
   Dtypes t;
   Detail detail;
+  // A frozen base (LoRA, QLoRA): a tensor kept only for a parameter's
+  // gradient is not kept (derivatives.yaml guards each save with
+  // should_compute_output; mm keeps its input only for the weight's grad).
+  bool frozen;
 };
 
 void add(Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
@@ -50,8 +54,8 @@ void add_sourced(Inventory& inv, std::string_view id, std::string_view label, st
 // input is already fp32, to() returns the input itself, so the fp32 copy is
 // the input tensor: the count is the same.
 void llama_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t rows,
-                   std::uint64_t width, DType input, std::string_view rows_expr,
-                   std::string_view width_expr) {
+                   std::uint64_t width, DType input, std::string_view rows_expr, std::string_view width_expr,
+                   bool frozen) {
   const auto src = [] {
     return cat("transformers LlamaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
   };
@@ -63,6 +67,7 @@ void llama_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, s
     return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), std::string(rows_expr),
                      src()};
   });
+  if (frozen) return;  // the weight multiply keeps it for the weight's gradient only
   inv.add(checked_mul(rows, width), input, [&] {
     return EntryText{cat(id, ".normalized"), cat(what, ": normalised input kept by the weight multiply"),
                      cat(rows_expr, "·", width_expr), src()};
@@ -81,10 +86,13 @@ void gemma_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, c
   inv.add(c.x.T, DType::fp32, [&] {
     return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), "b·s", src()};
   });
-  inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
-    return EntryText{cat(id, ".normalized"),
-                     cat(what, ": fp32 normalised input kept by the (1 + weight) multiply"), "b·s·h", src()};
-  });
+  if (!c.frozen) {
+    inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
+      return EntryText{cat(id, ".normalized"),
+                       cat(what, ": fp32 normalised input kept by the (1 + weight) multiply"), "b·s·h",
+                       src()};
+    });
+  }
   inv.add(c.x.h, DType::fp32, [&] {
     return EntryText{cat(id, ".one_plus_weight"), cat(what, ": 1 + weight, kept by mul"), "h", src()};
   });
@@ -111,7 +119,7 @@ void block_norm(Inventory& inv, std::string_view id, std::string_view what, cons
   } else if (c.m.type == ModelType::gemma || c.m.type == ModelType::gemma2) {
     gemma_rmsnorm(inv, id, what, c);
   } else {
-    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h");
+    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h", c.frozen);
   }
 }
 
@@ -128,6 +136,7 @@ DType norm_output_dtype(const HfContext& c) {
 // require grad are cached), and each copy is saved.
 void linear_inputs(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t consumers,
                    const HfContext& c, std::string_view module) {
+  if (c.frozen) return;  // frozen weights: mm keeps no input
   const std::uint64_t elems = checked_mul(c.x.T, c.x.h);
   if (c.t.autocast) {
     inv.add(checked_mul(elems, consumers), c.t.compute, [&] {
@@ -244,13 +253,15 @@ void attention_core(Inventory& inv, const HfContext& c) {
                              : "16-bit probabilities, kept by the matmul with V",
                 scores, cd, "b·a·s²", eager);
   }
-  add_sourced(inv, "attn.out", "attention output made contiguous, kept by the output projection",
-              q_elements(x), cd, "b·s·a·d", eager);
+  if (!c.frozen) {
+    add_sourced(inv, "attn.out", "attention output made contiguous, kept by the output projection",
+                q_elements(x), cd, "b·s·a·d", eager);
+  }
 }
 
 void gated_mlp(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
-  const DType cd = c.t.compute;
+  const DType cd = c.t.projection;
   const std::uint64_t n = checked_mul(x.T, x.I);
   const char* act = c.m.activation == Activation::silu ? "SiLU" : "GELU";
   const auto src = [&] {
@@ -273,7 +284,8 @@ void gated_mlp(Inventory& inv, const HfContext& c) {
   inv.add(n, cd, [&] {
     return EntryText{"mlp.act", fmt::format("{}(gate), kept by the product", act), "b·s·I", src()};
   });
-  add_sourced(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
+  if (!c.frozen)
+    add_sourced(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
 }
 
 // GPT-2's MLP: c_fc, then gelu_new written out in elementwise ops
@@ -319,7 +331,7 @@ void hidden_dropout_mask(Inventory& inv, std::string_view id, const HfContext& c
 // Under autocast, each matmul keeps the 16-bit copy of its weight that
 // autocast cached for the forward (derivatives.yaml mm keeps mat2).
 void autocast_weight_copies(Inventory& inv, const HfContext& c, std::uint64_t linear_params) {
-  if (!c.t.autocast) return;
+  if (!c.t.autocast || c.frozen) return;
   add(inv, "autocast_weight_copies", "16-bit copies of the layer's linear weights, kept by the matmuls",
       linear_params, c.t.compute, "linear parameters per layer",
       "torch autocast_mode.cpp cached_cast (weight casts cached per forward); derivatives.yaml mm");
@@ -335,6 +347,104 @@ std::uint64_t layer_linear_params(const ModelSpec& m) {
   return checked_add(attn, mlp);
 }
 
+// ---- LoRA adapters (PEFT tuners/lora/layer.py Linear.forward) ----------------
+
+struct LoraTargetInfo {
+  LoraTarget bit;
+  std::string_view name;
+  std::uint64_t in;
+  std::uint64_t out;
+  int input;  // which tensor feeds it: 0 attention input, 1 attention output, 2 MLP input, 3 MLP product
+  std::string_view in_sym;
+  std::string_view out_sym;
+};
+
+std::array<LoraTargetInfo, 7> lora_targets(const HfContext& c) {
+  const Dims& x = c.x;
+  const std::uint64_t q = checked_mul(x.a, x.d);
+  const std::uint64_t kv = checked_mul(x.k, x.d);
+  return {LoraTargetInfo{lora_q, "q_proj", x.h, q, 0, "h", "a·d"},
+          {lora_k, "k_proj", x.h, kv, 0, "h", "k·d"},
+          {lora_v, "v_proj", x.h, kv, 0, "h", "k·d"},
+          {lora_o, "o_proj", q, x.h, 1, "a·d", "h"},
+          {lora_gate, "gate_proj", x.h, x.I, 2, "h", "I"},
+          {lora_up, "up_proj", x.h, x.I, 2, "h", "I"},
+          {lora_down, "down_proj", x.I, x.h, 3, "I", "h"}};
+}
+
+// One layer's adapter parameters.
+std::uint64_t lora_layer_params(const HfContext& c) {
+  std::uint64_t n = 0;
+  for (const LoraTargetInfo& t : lora_targets(c)) {
+    if ((c.w.lora.targets & t.bit) != 0) n = checked_add(n, checked_mul(c.w.lora.rank, t.in + t.out));
+  }
+  return n;
+}
+
+// What each adapter keeps for backward. PEFT casts the input to the
+// adapters' dtype (_cast_input_dtype) and runs lora_B(lora_A(dropout(x))).
+// fp32 adapters under autocast: lora_A's matmul gets a fresh 16-bit copy of
+// that fp32 input (no cache for non-leaf tensors), one per target, and
+// keeps it with the cached 16-bit casts of A and B; lora_B keeps A's output.
+// 16-bit adapters: lora_A keeps its input itself, one tensor however many
+// targets share it. Dropout adds its mask and its own output per target.
+void lora_entries(Inventory& inv, const HfContext& c) {
+  const Dims& x = c.x;
+  const Lora& l = c.w.lora;
+  const DType cd = c.t.compute;
+  const bool cast = c.t.autocast;  // fp32 adapters under autocast
+  const bool dropout = l.dropout > 0;
+  constexpr std::string_view src = "peft tuners/lora/layer.py Linear.forward; derivatives.yaml mm";
+  bool shared[4] = {false, false, false, false};
+  for (const LoraTargetInfo& t : lora_targets(c)) {
+    if ((l.targets & t.bit) == 0) continue;
+    const std::uint64_t in_elems = checked_mul(x.T, t.in);
+    const std::string in_expr = cat("b·s·", t.in_sym);
+    if (dropout) {
+      inv.add(in_elems, DType::boolean, [&] {
+        return EntryText{cat("lora.", t.name, ".dropout_mask"),
+                         cat(t.name, " adapter: lora_dropout mask (bool)"), in_expr,
+                         cat(src, ", native_dropout")};
+      });
+    }
+    if (cast) {
+      inv.add(in_elems, cd, [&] {
+        return EntryText{cat("lora.", t.name, ".input"),
+                         cat(t.name, " adapter: 16-bit autocast copy of its fp32 input, kept by lora_A"),
+                         in_expr, cat("torch autocast_mode.cpp cached_cast; ", src)};
+      });
+      inv.add(checked_mul(l.rank, t.in + t.out), cd, [&] {
+        return EntryText{cat("lora.", t.name, ".weight_casts"),
+                         cat(t.name, " adapter: 16-bit casts of lora_A and lora_B, kept by their matmuls"),
+                         cat("rank·(", t.in_sym, " + ", t.out_sym, ")"),
+                         "torch autocast_mode.cpp cached_cast (leaf parameters that require grad)"};
+      });
+    } else if (dropout) {
+      inv.add(in_elems, l.dtype, [&] {
+        return EntryText{cat("lora.", t.name, ".dropout_output"),
+                         cat(t.name, " adapter: dropout output, kept by lora_A"), in_expr, std::string(src)};
+      });
+    } else if (!shared[t.input]) {
+      shared[t.input] = true;
+      // The attention output is already kept by flash SDPA (the same storage).
+      const bool kept_by_sdpa = t.input == 1 && c.w.attention == AttentionImpl::flash;
+      if (!kept_by_sdpa) {
+        const DType d = t.input == 1 ? cd : (t.input == 3 ? c.t.projection : c.t.residual);
+        inv.add(in_elems, d, [&] {
+          return EntryText{
+              cat("lora.", t.name, ".input"),
+              cat(t.name, " adapter: its input, kept by lora_A (shared by adapters on the same input)"),
+              in_expr, std::string(src)};
+        });
+      }
+    }
+    inv.add(checked_mul(x.T, l.rank), cast ? cd : l.dtype, [&] {
+      return EntryText{cat("lora.", t.name, ".a_output"),
+                       cat(t.name, " adapter: lora_A output, kept by lora_B"), "b·s·rank", std::string(src)};
+    });
+  }
+}
+
 Inventory hf_layer(const HfContext& c) {
   Inventory inv(c.detail);
   const DType r = c.t.residual;
@@ -348,8 +458,8 @@ Inventory hf_layer(const HfContext& c) {
                 c.t.autocast ? (c.m.fused_qkv ? 1 : 3) : 1, c, layer_module);
   if (c.m.qk_norm) {
     const DType qd = c.t.compute;
-    llama_rmsnorm(inv, "attn.q_norm", "q norm", checked_mul(c.x.T, c.x.a), c.x.d, qd, "b·s·a", "d");
-    llama_rmsnorm(inv, "attn.k_norm", "k norm", checked_mul(c.x.T, c.x.k), c.x.d, qd, "b·s·k", "d");
+    llama_rmsnorm(inv, "attn.q_norm", "q norm", checked_mul(c.x.T, c.x.a), c.x.d, qd, "b·s·a", "d", c.frozen);
+    llama_rmsnorm(inv, "attn.k_norm", "k norm", checked_mul(c.x.T, c.x.k), c.x.d, qd, "b·s·k", "d", c.frozen);
   }
   attention_core(inv, c);
   hidden_dropout_mask(inv, "attn.resid_dropout_mask", c);
@@ -366,6 +476,7 @@ Inventory hf_layer(const HfContext& c) {
   hidden_dropout_mask(inv, "mlp.resid_dropout_mask", c);
   if (gemma2) gemma_rmsnorm(inv, "post_feedforward_layernorm", "post-MLP norm", c);
   autocast_weight_copies(inv, c, layer_linear_params(c.m));
+  if (c.frozen) lora_entries(inv, c);
   return inv;
 }
 
@@ -373,8 +484,10 @@ Inventory hf_layer(const HfContext& c) {
 Inventory hf_model_level(const HfContext& c) {
   Inventory inv(c.detail);
   const Dims& x = c.x;
-  add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
-      "derivatives.yaml embedding (indices)");
+  if (!c.frozen) {
+    add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
+        "derivatives.yaml embedding (indices)");
+  }
   if (c.m.learned_positions) {
     add(inv, "wpe.position_ids", "position ids, kept by the position embedding", x.s, DType::int64, "s",
         "transformers GPT2Model.forward; derivatives.yaml embedding");
@@ -394,9 +507,15 @@ Inventory hf_model_level(const HfContext& c) {
 
 // Under autocast the output layer's 16-bit weight cast is cached (a leaf
 // that requires grad) and kept by the matmul.
+// A frozen fp32 output layer (QLoRA after prepare_model_for_kbit_training)
+// gets an uncached cast each forward, which the matmul keeps for the
+// input's gradient.
 void autocast_output_weight(Inventory& inv, const HfContext& c) {
-  if (!c.t.autocast) return;
-  add(inv, "lm_head.autocast_weight_copy", "16-bit copy of the output layer weight, kept by the matmul",
+  if (!c.t.autocast || c.t.weights != DType::fp32) return;
+  add(inv, "lm_head.autocast_weight_copy",
+      c.frozen
+          ? "16-bit cast of the frozen fp32 output layer weight, kept by the matmul for the input's gradient"
+          : "16-bit copy of the output layer weight, kept by the matmul",
       checked_mul(c.x.V, c.x.h), c.t.compute, "V·h",
       "torch autocast_mode.cpp cached_cast; derivatives.yaml mm");
 }
@@ -424,7 +543,9 @@ void chunked_head(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
   const ChunkRows rows = chunk_rows(x, c.w.loss.chunks);
   const std::uint64_t kept = checked_mul(rows.total, x.h);
-  if (c.t.autocast) {
+  if (c.frozen) {
+    // a frozen output layer keeps no input rows
+  } else if (c.t.autocast) {
     add(inv, "lm_head.input", "kept rows of each chunk, 16-bit copies made by autocast, kept by the matmul",
         kept, c.t.compute, "r·h", k_chunked_src);
   } else {
@@ -583,13 +704,26 @@ void standard_loss(ActivationProfile& p, const HfContext& c) {
 [[gnu::noinline]] void describe(ActivationProfile& p, const HfContext& c) {
   const ModelSpec& m = c.m;
   const Workload& w = c.w;
+  std::string regime;
+  if (c.frozen) {
+    regime =
+        fmt::format("frozen {} base keeps only what input gradients need ({} residual stream), {} adapters{}",
+                    w.lora.kind == Adapter::qlora ? "4-bit" : "16-bit", name_of(c.t.residual),
+                    name_of(w.lora.dtype), c.t.autocast ? " under autocast" : "");
+  } else {
+    regime = c.t.autocast ? "autocast: fp32 residual stream, 16-bit matmul copies"
+                          : fmt::format("{} activations", name_of(c.t.compute));
+  }
   p.assumptions.emplace_back(
       "activations",
       fmt::format("hf profile (transformers + PyTorch {} attention), {}, {}",
-                  w.attention == AttentionImpl::flash ? "SDPA flash" : "eager",
-                  c.t.autocast ? "autocast: fp32 residual stream, 16-bit matmul copies"
-                               : fmt::format("{} activations", name_of(c.t.compute)),
+                  w.attention == AttentionImpl::flash ? "SDPA flash" : "eager", regime,
                   w.dropout.attention > 0 || w.dropout.hidden > 0 ? "dropout on" : "no dropout"));
+  if (c.frozen && w.checkpoint.kind == CheckpointKind::none) {
+    p.notes.emplace_back(
+        "LoRA: layer 0's input norm is counted as in the other layers, though it keeps nothing when the "
+        "embedding output does not require grad (no gradient checkpointing)");
+  }
   if (w.attention == AttentionImpl::flash && m.attn_logit_softcapping > 0) {
     p.notes.emplace_back(
         "Gemma 2 under SDPA: transformers skips the attention-logit soft-capping (only eager applies it); "
@@ -624,7 +758,7 @@ ChunkRows chunk_rows(const Dims& x, std::uint64_t n) {
 }
 
 ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detail) {
-  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w), detail};
+  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w), detail, w.lora.kind != Adapter::none};
   const Dims& x = c.x;
   ActivationProfile p(detail);
   p.layer = hf_layer(c);
@@ -649,7 +783,7 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detai
   const std::uint64_t mlp_grads = checked_product(m.gated_mlp ? 3 : 2, x.T, x.I);
   add(p.layer_backward, "layer_backward.mlp_grads",
       m.gated_mlp ? "MLP intermediate gradients (product, act, up)" : "MLP intermediate gradients", mlp_grads,
-      c.t.compute, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
+      c.t.projection, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
       "derivation from derivatives.yaml mm and mul backward");
   if (w.attention == AttentionImpl::eager) {
     add(p.layer_backward, "layer_backward.score_grads",
@@ -676,9 +810,12 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detai
     const std::uint64_t ckpt_layers = w.checkpoint.kind == CheckpointKind::every
                                           ? ceil_div(m.num_layers, w.checkpoint.every)
                                           : m.num_layers;
+    // Under LoRA only the trainable adapters are cast leaves that autocast caches.
+    const std::uint64_t cast = c.frozen ? lora_layer_params(c) : layer_linear_params(m);
     for (Inventory* inv : {&p.loss_forward, &p.forward_extra}) {
       add(*inv, "autocast_weight_cache", "autocast's 16-bit weight casts of the checkpointed layers",
-          checked_mul(ckpt_layers, layer_linear_params(m)), c.t.compute, "layers × linear parameters",
+          checked_mul(ckpt_layers, cast), c.t.compute,
+          c.frozen ? "layers × adapter parameters" : "layers × linear parameters",
           "torch autocast_mode.cpp cached_cast (cache lives until autocast exits)");
     }
   }

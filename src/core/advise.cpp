@@ -111,7 +111,9 @@ void zero_levers(const Workload& w, std::vector<Candidate>& out,
                                 "`vramcalc fit --for gpus` finds how many ranks fit");
     return;
   }
-  for (std::uint32_t stage = w.zero + 1; stage <= 3; ++stage) {
+  // LoRA with a sharded frozen base (ZeRO-3 / FSDP) is not modelled.
+  const std::uint32_t last = w.lora.kind == Adapter::none ? 3 : 2;
+  for (std::uint32_t stage = w.zero + 1; stage <= last; ++stage) {
     const std::string cost =
         stage == 3 ? "1.5× DDP's communication per step (3Ψ instead of 2Ψ), and each layer waits for its "
                      "all-gather unless prefetched"
@@ -237,7 +239,11 @@ std::vector<Candidate> candidates(const PlanRequest& r,
           });
     }
     loss_lever(r, out, na);
-    na.emplace_back("LoRA / QLoRA", "not modelled yet");
+    if (w.lora.kind == Adapter::none) {
+      na.emplace_back("LoRA / QLoRA",
+                      "trains adapters instead of the model, a different method: plan it with --mode lora or "
+                      "--mode qlora");
+    }
   } else if (w.engine == Engine::llamacpp) {
     llamacpp_levers(w, out);
   } else {

@@ -561,8 +561,11 @@ std::string optimizer_text(const Workload& w) {
 }
 
 // Weights, gradients, master weights and optimizer states.
+// Weights, gradients, master weights and optimizer states. `trained` are the
+// tensors that get gradients: all of `tensors`, or LoRA's adapters.
 void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor> tensors,
-                  const ParameterCount& pc, const Workload& w, std::uint64_t& ddp_buckets) {
+                  const ParameterCount& pc, std::span<const ParamTensor> trained,
+                  const ParameterCount& trained_pc, const Workload& w, std::uint64_t& ddp_buckets) {
   const Detail d = out.detail;
   const ShardFactors sf = shard_factors(w);
   Branch weights = core::state_branch(core::weight_parts(tensors, m, w, d), sf.weights,
@@ -574,8 +577,31 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                       "vllm model_executor/layers/rotary_embedding RotaryEmbedding._compute_cos_sin_cache"};
     });
   }
+  if (w.lora.kind != Adapter::none) {
+    // The frozen base above, and the adapters (PEFT LoraLayer.update_layer;
+    // get_peft_model's autocast_adapter_dtype keeps them in fp32).
+    Branch frozen = std::move(weights);
+    weights = Branch(d);
+    weights.branch(std::move(frozen), [] { return NodeText{"base", "frozen base model"}; });
+    weights.branch(core::state_branch(core::adapter_parts(trained, w.lora.dtype, d), 1,
+                                      "peft tuners/lora/layer.py LoraLayer.update_layer"),
+                   [] {
+                     return NodeText{"lora", "LoRA adapters (trainable)"};
+                   });
+  }
   out.set(Component::weights, std::move(weights));
   out.assume(Component::weights, [&] {
+    if (w.lora.kind != Adapter::none) {
+      const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
+      return fmt::format("frozen base of {} parameters {}; {} LoRA parameters in {}",
+                         format_thousands(pc.total),
+                         w.lora.kind == Adapter::lora
+                             ? fmt::format("in {}", name_of(w.dtype))
+                             : fmt::format("as {}, the rest in {}{}", quant_text(w.quant),
+                                           peft_qlora ? "fp32" : name_of(w.dtype),
+                                           peft_qlora ? " (PEFT prepare_model_for_kbit_training)" : ""),
+                         format_thousands(trained_pc.total), name_of(w.lora.dtype));
+    }
     if (w.quant.kind != QuantKind::none) {
       return fmt::format("{} parameters stored as {} ({}){}", format_thousands(pc.total), quant_text(w.quant),
                          w.quant.kind == QuantKind::gguf
@@ -592,9 +618,9 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
   if (w.mode != Mode::train) return;
 
   Branch grads = core::state_branch(
-      core::gradient_parts(tensors, w, d), sf.gradients,
+      core::gradient_parts(trained, w, d), sf.gradients,
       sf.gradients > 1 ? k_zero_source : std::string_view("one gradient per parameter (torch .grad)"));
-  ddp_buckets = ddp_bucket_bytes(pc.total, w);
+  ddp_buckets = ddp_bucket_bytes(trained_pc.total, w);
   if (ddp_buckets > 0) {
     grads.leaf(ddp_buckets, 1, [] {
       return LeafText{"ddp_buckets", "DDP communication buckets: a second copy of every gradient",
@@ -604,21 +630,22 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
   }
   out.set(Component::gradients, std::move(grads));
   out.assume(Component::gradients, [&] {
-    return fmt::format("one {} gradient per parameter{}{}; {}", name_of(gradient_dtype(w)),
+    return fmt::format("one {} gradient per {}{}{}; {}", name_of(gradient_dtype(w)),
+                       w.lora.kind != Adapter::none ? "adapter parameter" : "parameter",
                        shard_text(sf.gradients, "ZeRO-2 shard"),
                        ddp_buckets > 0 ? ", plus DDP's bucket copy" : "",
                        w.framework == Framework::megatron ? "a persistent main-grad buffer (Megatron)"
                                                           : "allocated in backward, freed by zero_grad");
   });
   out.set(Component::master_weights,
-          core::state_branch(core::master_parts(tensors, w, d), sf.optimizer, k_zero_source));
+          core::state_branch(core::master_parts(trained, w, d), sf.optimizer, k_zero_source));
   if (out.get(Component::master_weights) > 0) {
     out.assume(Component::master_weights, [&] {
       return fmt::format("fp32 copy of every parameter ({} regime){}", name_of(w.precision),
                          shard_text(sf.optimizer, "ZeRO shard"));
     });
   }
-  out.set(Component::optimizer_states, core::state_branch(core::optimizer_parts(tensors, w, d), sf.optimizer,
+  out.set(Component::optimizer_states, core::state_branch(core::optimizer_parts(trained, w, d), sf.optimizer,
                                                           "docs/formulas.md, Optimizer states"));
   out.assume(Component::optimizer_states,
              [&] { return optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"); });
@@ -1053,15 +1080,20 @@ Totals assemble(Builder& out, const ModelSpec& model, const Workload& w) {
   const ModelSpec& m = rank_model(model, w, shard);
   const ParamTensorList tensors = parameter_tensor_list(m);
   const ParameterCount pc = count_parameters(tensors, m.num_layers);
+  // What trains: every parameter, or the LoRA adapters of a frozen base.
+  const ParamTensorList adapters = lora_adapter_tensors(m, w);
+  const bool lora = w.lora.kind != Adapter::none;
+  const std::span<const ParamTensor> trained = lora ? std::span<const ParamTensor>(adapters) : tensors;
+  const ParameterCount trained_pc = lora ? count_parameters(adapters, m.num_layers) : pc;
   std::uint64_t ddp_buckets = 0;
-  model_states(out, m, tensors, pc, w, ddp_buckets);
+  model_states(out, m, tensors, pc, trained, trained_pc, w, ddp_buckets);
   out.set(Component::runtime_overhead, overhead_branch(w, out.detail));
   out.assume(Component::runtime_overhead, [&] {
     return w.cublas_workspace == 0
                ? "as given with --overhead"
                : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces";
   });
-  const Moments moments = w.mode == Mode::train ? training(out, m, w, tensors, pc, ddp_buckets)
+  const Moments moments = w.mode == Mode::train ? training(out, m, w, trained, trained_pc, ddp_buckets)
                                                 : inference(out, m, w, model.vocab_size);
   return peaks(out, moments, w);
 }

@@ -45,6 +45,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
   if (name == "positions") return x.m.max_position_embeddings;
+  if (name == "rank" && x.w.lora.kind != Adapter::none) return x.w.lora.rank;
   if (x.w.engine == Engine::vllm && x.w.mode == Mode::infer) {
     const VllmConfig& v = x.w.vllm;
     if (name == "T") return v.max_num_batched_tokens;
@@ -112,11 +113,13 @@ void walk(Node& n, const Symbols& x, std::string_view section) {
 }
 
 constexpr std::string_view k_vllm_section = "vLLM's KV pool — --engine vllm";
+constexpr std::string_view k_lora_section = "LoRA and QLoRA — --mode lora, --mode qlora";
 
 // The docs/formulas.md heading (without its code spans) for a component.
 std::string_view section_of(Component c, const Workload& w) {
   switch (c) {
     case Component::weights:
+      if (w.lora.kind != Adapter::none) return k_lora_section;
       return w.quant.kind == QuantKind::none ? "Weights — weight_bytes" : "Quantized weights — --quant";
     case Component::gradients:
       return "Gradients — gradient_bytes, ddp_bucket_bytes";

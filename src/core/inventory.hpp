@@ -316,13 +316,14 @@ struct ChunkRows {
 
 /// The training-time element types of one precision regime.
 struct Dtypes {
-  DType weights;    ///< parameters as the model holds them
-  DType grads;      ///< .grad / main_grad
-  DType compute;    ///< outputs of matmuls (16-bit, or fp32)
-  DType residual;   ///< the residual stream (fp32 under autocast)
-  DType optimizer;  ///< torch.optim state tensors (zeros_like of the stepped params)
-  bool master;      ///< an fp32 master copy of the weights exists
-  bool autocast;    ///< fp32 parameters under torch.autocast
+  DType weights;     ///< parameters as the model holds them
+  DType grads;       ///< .grad / main_grad
+  DType compute;     ///< outputs of matmuls (16-bit, or fp32)
+  DType residual;    ///< the residual stream (fp32 under autocast)
+  DType optimizer;   ///< torch.optim state tensors (zeros_like of the stepped params)
+  bool master;       ///< an fp32 master copy of the weights exists
+  bool autocast;     ///< torch.autocast is on
+  DType projection;  ///< outputs of the decoder's projections (fp32 from QLoRA's 4-bit linears)
 };
 
 /// Element types per regime (docs/formulas.md, "Precision regimes").

@@ -8,6 +8,7 @@
 namespace vramcalc {
 
 DType weight_dtype(const Workload& w) {
+  if (w.lora.kind != Adapter::none) return w.dtype;  // the frozen base
   if (w.mode == Mode::train && (w.precision == Precision::fp32 || w.precision == Precision::amp)) {
     return DType::fp32;
   }
@@ -15,6 +16,7 @@ DType weight_dtype(const Workload& w) {
 }
 
 DType gradient_dtype(const Workload& w) {
+  if (w.lora.kind != Adapter::none) return w.lora.dtype;  // the adapters'
   switch (w.precision) {
     case Precision::fp32:
     case Precision::amp:
@@ -70,12 +72,16 @@ StateParts weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m
   return parts;
 }
 
+StateParts adapter_parts(std::span<const ParamTensor> tensors, DType dtype, Detail detail) {
+  return parts_in(tensors, dtype, "", detail);
+}
+
 StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
   return parts_in(tensors, gradient_dtype(w), "gradient of ", detail);
 }
 
 StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
-  if (w.mode != Mode::train) return StateParts(detail);
+  if (w.mode != Mode::train || w.lora.kind != Adapter::none) return StateParts(detail);
   if (w.precision != Precision::mixed && w.precision != Precision::mixed_fp32_grads)
     return StateParts(detail);
   return parts_in(tensors, DType::fp32, "fp32 master copy of ", detail);
@@ -100,7 +106,7 @@ std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w) {
 }
 
 std::uint64_t master_weight_bytes(std::uint64_t parameters, const Workload& w) {
-  if (w.mode != Mode::train) return 0;
+  if (w.mode != Mode::train || w.lora.kind != Adapter::none) return 0;
   if (w.precision != Precision::mixed && w.precision != Precision::mixed_fp32_grads) return 0;
   return bytes_for(shard_elements(parameters, shard_factors(w).optimizer), DType::fp32);
 }

@@ -9,7 +9,8 @@ namespace vramcalc {
 DType optimizer_state_dtype(const Workload& w) {
   // torch.optim creates state with zeros_like(param) (torch/optim/adam.py
   // Adam._init_group): the dtype of the tensors it steps, the fp32 masters
-  // where the regime keeps them.
+  // where the regime keeps them, or the adapters.
+  if (w.lora.kind != Adapter::none) return w.lora.dtype;
   switch (w.precision) {
     case Precision::pure:
       return w.dtype;

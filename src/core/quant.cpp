@@ -497,7 +497,10 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
     gguf_placed_parts(parts, tensors, m, w, false);
     return parts;
   }
-  const DType unquantized = w.dtype;
+  // QLoRA with fp32 adapters follows PEFT's prepare_model_for_kbit_training,
+  // which casts every parameter that is not 4-bit to fp32 (peft utils/other.py).
+  const DType unquantized =
+      w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32 ? DType::fp32 : w.dtype;
   bool bnb_code = false;
   for (const ParamTensor& t : tensors) {
     const PartAdder add{parts, t};

@@ -104,6 +104,8 @@ class StateParts {
 /// The weights an engine keeps in host memory (llama.cpp: token_embd).
 [[nodiscard]] StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
                                            const Workload& w, Detail detail);
+/// LoRA adapter weights (lora_adapter_tensors) in their dtype.
+[[nodiscard]] StateParts adapter_parts(std::span<const ParamTensor> tensors, DType dtype, Detail detail);
 [[nodiscard]] StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w,
                                         Detail detail = Detail::tree);
 [[nodiscard]] StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,

@@ -110,6 +110,48 @@ double parse_probability(std::string_view text, const std::string& origin) {
   return value;
 }
 
+// --lora-targets: all-linear, attn, mlp, or a comma list of q, k, v, o,
+// gate, up, down (PEFT's module names q_proj, ... also work).
+std::uint8_t parse_lora_targets(std::string_view text, const std::string& origin) {
+  constexpr std::array<std::pair<std::string_view, std::uint8_t>, 10> names = {
+      std::pair<std::string_view, std::uint8_t>{"q", lora_q},
+      {"k", lora_k},
+      {"v", lora_v},
+      {"o", lora_o},
+      {"gate", lora_gate},
+      {"up", lora_up},
+      {"down", lora_down},
+      {"all-linear", lora_all},
+      {"attn", lora_q | lora_k | lora_v | lora_o},
+      {"mlp", lora_gate | lora_up | lora_down}};
+  std::uint8_t bits = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view name = text.substr(start, comma - start);
+    if (name.ends_with("_proj")) name.remove_suffix(5);
+    bool found = false;
+    for (const auto& [n, bit] : names) {
+      if (n == name) {
+        bits = static_cast<std::uint8_t>(bits | bit);
+        found = true;
+      }
+    }
+    if (!found) {
+      std::vector<std::string> known;
+      for (const auto& [n, bit] : names) {
+        known.emplace_back(n);
+        if (n.size() <= 4) known.push_back(std::string(n) + "_proj");
+      }
+      throw InputError(origin, fmt::format("unknown LoRA target \"{}\"{} (choose all-linear, attn, mlp, or a "
+                                           "comma list of q, k, v, o, gate, up, down)",
+                                           name, io::did_you_mean(name, known)));
+    }
+    start = comma + 1;
+  }
+  return bits;
+}
+
 // A share of the GPU's memory in (0, 1], kept in parts per million.
 std::uint64_t parse_utilization(std::string_view text, const std::string& origin) {
   double value = 0;
@@ -309,6 +351,10 @@ const std::vector<std::string>& workload_keys() {
                                                 "dropout",
                                                 "checkpoint",
                                                 "loss",
+                                                "lora_rank",
+                                                "lora_targets",
+                                                "lora_dtype",
+                                                "lora_dropout",
                                                 "quant",
                                                 "quant_lm_head",
                                                 "engine",
@@ -331,7 +377,32 @@ const std::vector<std::string>& workload_keys() {
 }
 
 void set_from_text(WorkloadInput& in, std::string_view key, std::string_view text, std::string origin) {
-  if (key == "mode") return put(in.mode, parse_choice(k_modes, text, origin), origin);
+  if (key == "mode") {
+    // lora and qlora are training through adapters.
+    for (const auto& [name, kind] : {std::pair{"lora", Adapter::lora}, std::pair{"qlora", Adapter::qlora}}) {
+      if (text == name) {
+        put(in.adapter, kind, origin);
+        return put(in.mode, Mode::train, origin);
+      }
+    }
+    for (const auto& c : k_modes) {
+      if (c.name == text) {
+        in.adapter.reset();
+        return put(in.mode, c.value, origin);
+      }
+    }
+    const std::vector<std::string> names = {"infer", "train", "lora", "qlora"};
+    throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                         io::did_you_mean(text, names), io::join(names)));
+  }
+  if (key == "lora_rank") return put(in.lora_rank, parse_integer(text, origin, true), origin);
+  if (key == "lora_targets") return put(in.lora_targets, parse_lora_targets(text, origin), origin);
+  if (key == "lora_dtype") {
+    const DType t = parse_choice(k_dtypes, text, origin);
+    if (t == DType::fp8) throw InputError(origin, "LoRA adapters train in fp32, bf16 or fp16");
+    return put(in.lora_dtype, t, origin);
+  }
+  if (key == "lora_dropout") return put(in.lora_dropout, parse_probability(text, origin), origin);
   if (key == "batch") return put(in.batch, parse_integer(text, origin, true), origin);
   if (key == "grad_accum") return put(in.grad_accum, parse_integer(text, origin, true), origin);
   if (key == "seq") return put(in.seq, parse_integer(text, origin, true), origin);
@@ -392,7 +463,8 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"batch",
+  const std::vector<std::string> integer_keys = {"lora_rank",
+                                                 "batch",
                                                  "grad_accum",
                                                  "seq",
                                                  "dp",
@@ -415,8 +487,8 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
                                   ? value.non_negative_integer()
                                   : value.positive_integer();
       set_from_text(in, key, std::to_string(n), origin);
-    } else if (key == "dropout") {
-      put(in.dropout, value.probability(), origin);
+    } else if (key == "dropout" || key == "lora_dropout") {
+      set_from_text(in, key, fmt::format("{}", value.probability()), origin);
     } else if (key == "quant_lm_head" && !value.json().is_string()) {
       if (!value.json().is_boolean()) value.fail("expected true or false, got " + value.shown());
       set_from_text(in, key, value.json().get<bool>() ? "yes" : "no", origin);
@@ -508,6 +580,67 @@ void check_vllm_keys(const WorkloadInput& in) {
   only(in.sampler);
   if (in.tp && in.tp->value > 1 && !vllm) {
     conflict(in.tp->origin, "tensor parallelism is modelled for --engine vllm so far");
+  }
+}
+
+// LoRA and QLoRA (docs/formulas.md, "LoRA and QLoRA"): PEFT's defaults,
+// and what the adapters can be attached to.
+void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const std::string& origin = in.adapter->origin;
+  const bool qlora = in.adapter->value == Adapter::qlora;
+  if (w.framework != Framework::hf) {
+    conflict(in.framework->origin, "LoRA is modelled for --framework hf (PEFT with transformers)");
+  }
+  if (model.type == ModelType::gpt2 || model.fused_qkv) {
+    conflict(origin,
+             fmt::format("LoRA is modelled for models with separate q, k, v and gate, up projections; "
+                         "{} fuses them",
+                         model.name));
+  }
+  if (in.precision) {
+    conflict(
+        in.precision->origin,
+        "LoRA's regime follows --lora-dtype: fp32 adapters under autocast (PEFT with the Trainer's bf16), "
+        "or 16-bit adapters with everything in 16-bit (torchtune)");
+  }
+  if (w.dtype == DType::fp32 && qlora) {
+    conflict(in.dtype->origin, "QLoRA computes in 16-bit (bnb_4bit_compute_dtype): use --dtype bf16 or fp16");
+  }
+  if (in.zero && in.zero->value == 3) {
+    conflict(in.zero->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+  }
+  if (in.fsdp && in.fsdp->value == 3) {
+    conflict(in.fsdp->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+  }
+  Lora& l = w.lora;
+  l.kind = in.adapter->value;
+  auto pick = [&r](const auto& given, auto fallback, const char* key) {
+    if (given) return given->value;
+    r.defaulted.emplace_back(key);
+    return fallback;
+  };
+  // PEFT LoraConfig: r = 8, lora_dropout = 0; target_modules for Llama-style
+  // models q_proj and v_proj (utils/constants.py
+  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+  l.rank = pick(in.lora_rank, std::uint64_t{8}, "lora_rank");
+  l.targets = pick(in.lora_targets, static_cast<std::uint8_t>(lora_q | lora_v), "lora_targets");
+  l.dtype = pick(in.lora_dtype, DType::fp32, "lora_dtype");
+  l.dropout = pick(in.lora_dropout, 0.0, "lora_dropout");
+  // Not used by the LoRA formulas (dtypes_of, gradient_dtype follow the
+  // adapters); pure names the 16-bit frozen base.
+  w.precision = Precision::pure;
+  std::erase(r.defaulted, std::string("precision"));
+  if (qlora) {
+    w.quant = pick(in.quant, parse_quant("bnb-nf4-dq", "--quant"), "quant");
+    if (w.quant.kind != QuantKind::bnb_4bit) {
+      conflict(in.quant->origin,
+               fmt::format("QLoRA's base is bitsandbytes 4-bit: bnb-nf4-dq (the QLoRA paper's), bnb-nf4, "
+                           "bnb-fp4 or bnb-fp4-dq, not {}",
+                           quant_text(w.quant)));
+    }
+  } else if (in.quant) {
+    conflict(in.quant->origin, "a quantized base is QLoRA: use --mode qlora");
   }
 }
 
@@ -685,7 +818,13 @@ void check_chunked_loss(const ModelSpec& model, const Workload& w, const std::st
 }  // namespace
 
 void overlay(WorkloadInput& base, const WorkloadInput& top) {
+  // A mode replaces the adapter choice with its own (none for train).
+  if (top.mode) base.adapter = top.adapter;
   take(base.mode, top.mode);
+  take(base.lora_rank, top.lora_rank);
+  take(base.lora_targets, top.lora_targets);
+  take(base.lora_dtype, top.lora_dtype);
+  take(base.lora_dropout, top.lora_dropout);
   take(base.batch, top.batch);
   take(base.grad_accum, top.grad_accum);
   take(base.seq, top.seq);
@@ -749,11 +888,18 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
   train_only(in.loss, "the loss implementation");
-  if (in.quant && train) {
-    conflict(
-        in.quant->origin,
-        "quantized weights are modelled for serving (--mode infer); quantized fine-tuning (QLoRA) is not "
-        "modelled yet");
+  if (in.quant && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
+    conflict(in.quant->origin,
+             "quantized weights are modelled for serving (--mode infer) and for QLoRA's base (--mode qlora)");
+  }
+  if (!in.adapter) {
+    auto adapters_only = [](const auto& given) {
+      if (given) conflict(given->origin, "applies to --mode lora or --mode qlora");
+    };
+    adapters_only(in.lora_rank);
+    adapters_only(in.lora_targets);
+    adapters_only(in.lora_dtype);
+    adapters_only(in.lora_dropout);
   }
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
@@ -803,9 +949,13 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                "megatron keeps 16-bit parameters and does not use torch.autocast; use "
                "mixed-fp32-grads (its default), mixed or pure");
     }
+    if (in.adapter) resolve_lora(model, r, in);
     w.optimizer = pick(in.optimizer, Optimizer::adamw, "optimizer");
     w.grad_accum = pick(in.grad_accum, std::uint64_t{1}, "grad_accum");
-    w.checkpoint = pick(in.checkpoint, Checkpointing{}, "checkpoint");
+    // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on.
+    const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
+    w.checkpoint = pick(in.checkpoint, peft_qlora ? Checkpointing{CheckpointKind::full, 0} : Checkpointing{},
+                        "checkpoint");
     if (w.checkpoint.kind == CheckpointKind::selective && w.framework == Framework::hf) {
       conflict(in.checkpoint->origin,
                "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "

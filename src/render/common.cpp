@@ -23,6 +23,25 @@ std::string kv_text(const Workload& w) {
   return name;
 }
 
+std::string lora_targets_text(std::uint8_t targets) {
+  if (targets == lora_all) return "all-linear";
+  if (targets == (lora_q | lora_k | lora_v | lora_o)) return "attn";
+  if (targets == (lora_gate | lora_up | lora_down)) return "mlp";
+  std::string out;
+  for (const auto& [bit, name] :
+       {std::pair{lora_q, "q"}, std::pair{lora_k, "k"}, std::pair{lora_v, "v"}, std::pair{lora_o, "o"},
+        std::pair{lora_gate, "gate"}, std::pair{lora_up, "up"}, std::pair{lora_down, "down"}}) {
+    if ((targets & bit) != 0) out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
+}
+
+std::string_view mode_text(const Workload& w) {
+  if (w.lora.kind == Adapter::lora) return "lora";
+  if (w.lora.kind == Adapter::qlora) return "qlora";
+  return name_of(w.mode);
+}
+
 std::string workload_line(const PlanResult& p) {
   return workload_line(p.request.workload);
 }
@@ -42,6 +61,20 @@ std::string workload_line(const Workload& w) {
         "infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}", w.batch, w.seq,
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
         w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention), w.dp);
+  }
+  if (w.lora.kind != Adapter::none) {
+    return fmt::format(
+        "{}, batch {} × seq {}{}, base {}, rank {} on {}, {} adapters{}, {}, {} attention, checkpoint {}{}, "
+        "dp {}, "
+        "zero {}",
+        mode_text(w), w.batch, w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "",
+        w.lora.kind == Adapter::qlora
+            ? fmt::format("{} computing in {}", quant_text(w.quant), name_of(w.dtype))
+            : std::string(name_of(w.dtype)),
+        w.lora.rank, lora_targets_text(w.lora.targets), name_of(w.lora.dtype),
+        w.lora.dropout > 0 ? fmt::format(" (dropout {})", w.lora.dropout) : "", name_of(w.optimizer),
+        name_of(w.attention), checkpoint_text(w.checkpoint),
+        w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
   }
   return fmt::format(
       "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}, dp {}, zero {}", w.batch,

@@ -15,6 +15,12 @@ namespace vramcalc::render_detail {
 /// "standard" or "chunked:N", as --loss takes it.
 [[nodiscard]] std::string loss_text(const Loss& l);
 
+/// LoRA's targets as --lora-targets takes them: "all-linear", "attn", "q,v".
+[[nodiscard]] std::string lora_targets_text(std::uint8_t targets);
+
+/// The mode as --mode takes it: infer, train, lora or qlora.
+[[nodiscard]] std::string_view mode_text(const Workload& w);
+
 /// One line describing the workload: "train, batch 4 × seq 4096, bf16 amp, adamw, ...".
 [[nodiscard]] std::string workload_line(const PlanResult& p);
 [[nodiscard]] std::string workload_line(const Workload& w);

@@ -3,6 +3,7 @@
 #include "render/json.hpp"
 
 #include "render/common.hpp"
+#include "vramcalc/formulas.hpp"
 #include "vramcalc/render.hpp"
 
 namespace vramcalc {
@@ -40,6 +41,8 @@ json model_json(const PlanResult& p) {
   j["model_type"] = std::string(name_of(m.type));
   j["source"] = m.source.empty() ? json(nullptr) : json(m.source);
   j["parameters"] = p.parameters.total;
+  const Workload& w = p.request.workload;
+  j["trainable_parameters"] = w.mode == Mode::train ? json(trainable_parameters(m, w)) : json(nullptr);
   j["parameters_by_group"] = {
       {"embedding", p.parameters.embedding},   {"position_embedding", p.parameters.position_embedding},
       {"layers", p.parameters.layers},         {"per_layer", p.parameters.per_layer},
@@ -61,14 +64,20 @@ json workload_json(const PlanResult& p) {
   const Workload& w = p.request.workload;
   const bool train = w.mode == Mode::train;
   json j;
-  j["mode"] = std::string(name_of(w.mode));
+  j["mode"] = std::string(render_detail::mode_text(w));
   j["batch"] = w.batch;
   j["grad_accum"] = train ? json(w.grad_accum) : json(nullptr);
   j["seq"] = w.seq;
   j["dtype"] = std::string(name_of(w.dtype));
   j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
   j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));
-  j["precision"] = train ? json(std::string(name_of(w.precision))) : json(nullptr);
+  const bool lora = w.lora.kind != Adapter::none;
+  j["precision"] = train && !lora ? json(std::string(name_of(w.precision))) : json(nullptr);
+  j["lora"] = lora ? json({{"rank", w.lora.rank},
+                           {"targets", render_detail::lora_targets_text(w.lora.targets)},
+                           {"dtype", std::string(name_of(w.lora.dtype))},
+                           {"dropout", w.lora.dropout}})
+                   : json(nullptr);
   j["optimizer"] = train ? json(std::string(name_of(w.optimizer))) : json(nullptr);
   j["framework"] = std::string(name_of(w.framework));
   j["attention"] = std::string(name_of(w.attention));

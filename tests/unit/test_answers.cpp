@@ -266,6 +266,8 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"mode", "train"}, {"framework", "megatron"}, {"checkpoint", "selective"}},
            {{"batch", "8"}, {"seq", "8192"}},
            {{"engine", "vllm"}, {"gpu", "h100-80gb"}},
+           {{"mode", "qlora"}, {"lora_targets", "all-linear"}, {"checkpoint", "none"}},
+           {{"mode", "lora"}, {"lora_dtype", "bf16"}, {"lora_targets", "attn"}},
            {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}}}) {
     WorkloadInput in;
     for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);

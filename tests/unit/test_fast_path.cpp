@@ -140,6 +140,27 @@ std::vector<Settings> grid() {
   }
   out.push_back(
       {{"engine", "vllm"}, {"gpu_mem", "2GiB"}, {"quant", "gptq:4:128"}, {"gpu_memory_utilization", "0.5"}});
+  // LoRA and QLoRA: targets, adapter dtypes, dropout, checkpointing.
+  for (const char* mode : {"lora", "qlora"}) {
+    for (const char* targets : {"q,v", "all-linear", "o,down"}) {
+      for (const char* dtype : {"fp32", "bf16"}) {
+        for (const auto& [batch, seq] : k_sizes) {
+          out.push_back({{"mode", mode},
+                         {"lora_targets", targets},
+                         {"lora_dtype", dtype},
+                         {"batch", batch},
+                         {"seq", seq}});
+        }
+      }
+      out.push_back({{"mode", mode},
+                     {"lora_targets", targets},
+                     {"lora_dropout", "0.1"},
+                     {"checkpoint", "none"},
+                     {"attention", "eager"}});
+      out.push_back(
+          {{"mode", mode}, {"lora_targets", targets}, {"checkpoint", "every:2"}, {"loss", "chunked"}});
+    }
+  }
   for (const char* tp : {"2", "4", "8"}) {
     out.push_back({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", tp}});
     out.push_back(
