@@ -233,6 +233,51 @@ def generate_case(config, dtype_name, batch, prompt, new_tokens):
     }
 
 
+def lora_case(config, mode, targets, rank, adapter_dtype_name, p, batch, seq, checkpoint):
+    """A LoRA or QLoRA step (models.apply_lora) on a bf16 base: fp32 adapters
+    run under autocast (the Trainer's bf16 mode), 16-bit adapters without."""
+    model = build(config, torch.bfloat16)
+    adapter_dtype = DTYPES[adapter_dtype_name]
+    models.apply_lora(model, targets, rank, adapter_dtype, p, mode == "qlora", torch.bfloat16)
+    n = config["num_hidden_layers"]
+    if checkpoint == "full":
+        model.checkpointed = set(range(n))
+    torch.manual_seed(1)
+    input_ids = torch.randint(0, config["vocab_size"], (batch, seq))
+    labels = input_ids.clone()
+    trainable = [q for q in model.parameters() if q.requires_grad]
+    opt = torch.optim.AdamW(trainable)
+    autocast = adapter_dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        loss, inventory = saved_inventory(model, input_ids, labels)
+    loss.backward()
+    opt.step()
+    state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    params = list(model.parameters()) + [b for b in model.buffers() if b.dtype == torch.uint8]
+    return {
+        "kind": "lora", "config": config, "dtype": "bf16", "batch": batch, "seq": seq, "checkpoint": checkpoint,
+        "optimizer": "adamw", "mode": mode, "lora_targets": ",".join(targets), "lora_rank": rank,
+        "lora_dtype": adapter_dtype_name, "lora_dropout": p,
+        "measured": {
+            "parameter_bytes": tensor_bytes(params),
+            "gradient_bytes": tensor_bytes(q.grad for q in trainable),
+            "optimizer_state_bytes": tensor_bytes(state),
+            "saved": inventory,
+        },
+    }
+
+
+def lora_cases():
+    for mode in ("lora", "qlora"):
+        for adapter_dtype in ("bf16", "fp32"):
+            for targets in (("q", "v"), tuple(models.LORA_TARGETS)):
+                yield lambda m=mode, a=adapter_dtype, t=targets: lora_case(LLAMA, m, t, 4, a, 0.0, 2, 64, "none")
+            yield lambda m=mode, a=adapter_dtype: lora_case(LLAMA, m, ("q", "k", "o", "down"), 8, a, 0.1, 1, 128,
+                                                            "none")
+            yield lambda m=mode, a=adapter_dtype: lora_case(LLAMA_MHA, m, tuple(models.LORA_TARGETS), 4, a, 0.0, 2,
+                                                            64, "full")
+
+
 def cases():
     for config in (LLAMA, LLAMA_MHA, GPT2, GPT2_NO_DROPOUT):
         for dtype in ("fp32", "bf16"):
@@ -266,8 +311,12 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "..", "data", "cpu-autograd.jsonl"))
+    parser.add_argument("--lora-out", default=os.path.join(here, "..", "data", "cpu-lora.jsonl"))
+    parser.add_argument("--only-lora", action="store_true", help="write cpu-lora.jsonl only")
     args = parser.parse_args()
-    write_cases(args.out, "tests/validation/measure/measure_cpu.py", cases())
+    if not args.only_lora:
+        write_cases(args.out, "tests/validation/measure/measure_cpu.py", cases())
+    write_cases(args.lora_out, "tests/validation/measure/measure_cpu.py", lora_cases())
 
 
 if __name__ == "__main__":

@@ -324,3 +324,110 @@ def chunked_linear_cross_entropy(hidden, lm_head, labels, n_chunks):
     for i in range(len(hidden_chunks)):
         loss = loss + chunk_cross_entropy(hidden_chunks[i], lm_head, label_chunks[i])
     return loss / total
+
+
+# ---- LoRA and QLoRA (PEFT) ---------------------------------------------------
+#
+# Written from a reading of PEFT (src/peft/tuners/lora/layer.py Linear.forward,
+# tuners/lora/bnb.py Linear4bit.forward, utils/other.py
+# prepare_model_for_kbit_training) and bitsandbytes (nn/modules.py
+# Linear4bit.forward, autograd/_functions.py MatMul4Bit): the same ops in the
+# same order, so autograd saves the same tensors.
+
+
+def autocast_on():
+    return torch.is_autocast_cpu_enabled() or torch.is_autocast_enabled()
+
+
+class MatMul4Bit(torch.autograd.Function):
+    """bitsandbytes MatMul4Bit: dequantise, F.linear; keeps only the packed
+    weight (an attribute, not save_for_backward), dequantises again in backward."""
+
+    @staticmethod
+    def forward(ctx, a, packed, dequant):
+        ctx.packed, ctx.dequant = packed, dequant
+        return F.linear(a, dequant(packed).to(a.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad @ ctx.dequant(ctx.packed).to(grad.dtype), None, None
+
+
+class Linear4bit(nn.Module):
+    """A frozen 4-bit linear: one uint8 byte per two weights (the stand-in
+    keeps a bf16 copy outside the model's parameters to dequantise from)."""
+
+    def __init__(self, linear, compute_dtype):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.register_buffer("packed", torch.zeros(linear.weight.numel() // 2, dtype=torch.uint8))
+        self._weight = linear.weight.detach().to(compute_dtype)
+        self.compute_dtype = compute_dtype
+
+    def forward(self, x):
+        inp_dtype = x.dtype
+        x = x.to(self.compute_dtype)
+        out = MatMul4Bit.apply(x, self.packed, lambda p: self._weight)
+        return out.to(inp_dtype)
+
+
+class LoraLinear(nn.Module):
+    """PEFT's lora.Linear (or lora.bnb.Linear4bit around a Linear4bit)."""
+
+    def __init__(self, base, rank, dtype, p):
+        super().__init__()
+        self.base_layer = base
+        self.lora_A = nn.Linear(base.in_features, rank, bias=False, dtype=dtype)
+        self.lora_B = nn.Linear(rank, base.out_features, bias=False, dtype=dtype)
+        nn.init.normal_(self.lora_B.weight)
+        self.p = p
+        self.scaling = 2.0
+        self.four_bit = isinstance(base, Linear4bit)
+
+    def drop(self, x):
+        return dropout(x, self.p, self.training)
+
+    def forward(self, x):
+        if self.four_bit:
+            result = self.base_layer(x).clone()
+            convert = not autocast_on()
+            if convert:
+                expected = result.dtype
+                x = x.to(self.lora_A.weight.dtype)
+            out = self.lora_B(self.lora_A(self.drop(x))) * self.scaling
+            if convert:
+                out = out.to(expected)
+            return result + out
+        result = self.base_layer(x)
+        result_dtype = result.dtype
+        x = x.to(self.lora_A.weight.dtype)  # _cast_input_dtype
+        result = result + self.lora_B(self.lora_A(self.drop(x))) * self.scaling
+        return result.to(result_dtype)
+
+
+LORA_TARGETS = {"q": ("self_attn", "q_proj"), "k": ("self_attn", "k_proj"), "v": ("self_attn", "v_proj"),
+                "o": ("self_attn", "o_proj"), "gate": ("mlp", "gate_proj"), "up": ("mlp", "up_proj"),
+                "down": ("mlp", "down_proj")}
+
+
+def apply_lora(model, targets, rank, adapter_dtype, p, qlora, compute_dtype):
+    """get_peft_model (and, for QLoRA, a bitsandbytes 4-bit load and
+    prepare_model_for_kbit_training) on a models.Llama."""
+    for param in model.parameters():
+        param.requires_grad_(False)
+    for tagged in model.layers:
+        layer = tagged.inner
+        for name, (block, proj) in LORA_TARGETS.items():
+            parent = getattr(layer, block)
+            linear = getattr(parent, proj)
+            base = Linear4bit(linear, compute_dtype) if qlora else linear
+            setattr(parent, proj, LoraLinear(base, rank, adapter_dtype, p) if name in targets else base)
+    if qlora and adapter_dtype == torch.float32:
+        # prepare_model_for_kbit_training: every parameter that is not 4-bit to fp32.
+        for param in model.parameters():
+            if param.dtype in (torch.float16, torch.bfloat16) and not param.requires_grad:
+                param.data = param.data.float()
+    # enable_input_require_grads: the embedding output requires grad, so the
+    # (reentrant) checkpoints of the layers see an input that does.
+    model.embed_tokens.register_forward_hook(lambda module, inp, out: out.requires_grad_(True))
+    return model
