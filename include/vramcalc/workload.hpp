@@ -27,7 +27,18 @@ enum class Precision : std::uint8_t {
   pure,              ///< everything 16-bit, no master copy: 2 + 2 + 0 + 4 = 8
 };
 
-enum class Optimizer : std::uint8_t { adamw, adam, sgd, sgd_momentum, lion, adafactor, adamw_8bit, none };
+enum class Optimizer : std::uint8_t {
+  adamw,
+  adam,
+  sgd,
+  sgd_momentum,
+  lion,
+  adafactor,
+  adamw_8bit,
+  paged_adamw,       ///< bitsandbytes PagedAdamW32bit: large tensors' states in unified memory
+  paged_adamw_8bit,  ///< bitsandbytes PagedAdamW8bit
+  none,
+};
 
 /// Which framework's modules and kernels run the model; this picks the
 /// activation profile and the default precision regime.

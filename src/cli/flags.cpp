@@ -82,7 +82,10 @@ constexpr FlagSpec k_flags[] = {
      "mixed-fp32-grads "
      "for megatron, fp32 with --dtype fp32"},
     {"optimizer", "--optimizer",
-     "adamw | adam | sgd | sgd-momentum | lion | adafactor | adamw-8bit | none (default adamw)"},
+     "adamw | adam | sgd | sgd-momentum | lion | adafactor | adamw-8bit | paged-adamw | paged-adamw-8bit "
+     "(bitsandbytes: states of tensors with 100,000 elements or more in unified memory, reported as host) | "
+     "none "
+     "(default adamw)"},
     {"framework", "--framework",
      "hf (Hugging Face transformers + PyTorch SDPA) | megatron (Megatron-Core, Korthikanti et al. 2022 Table "
      "2) "

@@ -552,6 +552,14 @@ std::string optimizer_text(const Workload& w) {
       return "adafactor (transformers, beta1 None): factored fp32 second moment";
     case Optimizer::adamw_8bit:
       return "adamw-8bit (bitsandbytes): uint8 states, fp32 absmax per 256 elements";
+    case Optimizer::paged_adamw:
+      return "paged-adamw (bitsandbytes PagedAdamW32bit): fp32 states; those of tensors with 100,000 "
+             "elements or "
+             "more in unified memory (host)";
+    case Optimizer::paged_adamw_8bit:
+      return "paged-adamw-8bit (bitsandbytes PagedAdamW8bit): uint8 states, fp32 absmax per 256 elements; "
+             "the "
+             "uint8 states of tensors with 100,000 elements or more in unified memory (host)";
     case Optimizer::sgd:
       return "sgd: no state";
     case Optimizer::none:
@@ -561,6 +569,28 @@ std::string optimizer_text(const Workload& w) {
 }
 
 // Weights, gradients, master weights and optimizer states.
+// Tree mode: a paged optimizer's unified-memory states, in host memory.
+[[gnu::noinline]] void paged_states(Budget& b, std::span<const ParamTensor> trained, const Workload& w,
+                                    std::uint64_t ranks) {
+  const core::StateParts paged = core::optimizer_parts(trained, w, Detail::tree, true);
+  if (paged.parts().empty()) return;
+  for (const core::StatePart& p : paged.parts()) {
+    b.host.push_back(
+        leaf(core::cat("optimizer_states.", p.id),
+             p.label + ", paged (cudaMallocManaged): on the GPU during the step while there is room",
+             bytes_for(shard_elements(p.elements, ranks), p.dtype), p.count,
+             fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
+             "bitsandbytes optim/optimizer.py get_state_buffer (is_paged, numel ≥ 1e5); "
+             "functional.py get_paged"));
+    b.host_bytes = checked_add(b.host_bytes, b.host.back().bytes);
+  }
+  b.assumptions.emplace_back(
+      "host",
+      "bitsandbytes' paged optimizer keeps large tensors' states in unified memory: the "
+      "driver pages them onto the GPU for the step when there is room and evicts them "
+      "under pressure, outside PyTorch's allocator");
+}
+
 // Weights, gradients, master weights and optimizer states. `trained` are the
 // tensors that get gradients: all of `tensors`, or LoRA's adapters.
 void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor> tensors,
@@ -649,6 +679,7 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                                                           "docs/formulas.md, Optimizer states"));
   out.assume(Component::optimizer_states,
              [&] { return optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"); });
+  if (out.tree()) paged_states(*out.b, trained, w, sf.optimizer);
 }
 
 // The activations' tree: embedding-level tensors, then the layers that

@@ -60,12 +60,47 @@ void add_8bit(StateParts& parts, const ParamTensor& t) {
 
 }  // namespace
 
-StateParts optimizer_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail) {
+// bitsandbytes' paged optimizers allocate a state buffer with
+// cudaMallocManaged (attached to the host) for tensors of at least 1e5
+// elements, and an ordinary tensor for smaller ones
+// (bitsandbytes/optim/optimizer.py Optimizer8bit.get_state_buffer).
+constexpr std::uint64_t k_bnb_paged_min = 100000;
+
+StateParts optimizer_parts(std::span<const ParamTensor> tensors, const Workload& w, Detail detail,
+                           bool paged) {
   StateParts parts(detail);
   if (w.mode != Mode::train) return parts;
+  const bool paging = w.optimizer == Optimizer::paged_adamw || w.optimizer == Optimizer::paged_adamw_8bit;
+  if (paged && !paging) return parts;
   const DType state = optimizer_state_dtype(w);
   for (const ParamTensor& t : tensors) {
     const std::uint64_t n = t.elements();
+    if (paging) {
+      // state1 and state2 follow the buffer; the 8-bit absmax arrays and
+      // small tensors' states are ordinary GPU tensors.
+      const bool in_unified = n >= k_bnb_paged_min;
+      if (w.optimizer == Optimizer::paged_adamw) {
+        if (in_unified == paged) {
+          add_state(parts, t, ".state1", " exp_avg (fp32)", n, DType::fp32);
+          add_state(parts, t, ".state2", " exp_avg_sq (fp32)", n, DType::fp32);
+        }
+      } else if (n < k_bnb_min_8bit_size) {
+        if (!paged) add_8bit(parts, t);
+      } else {
+        if (in_unified == paged) {
+          add_state(parts, t, ".state1", " exp_avg (uint8)", n, DType::uint8);
+          add_state(parts, t, ".state2", " exp_avg_sq (uint8)", n, DType::uint8);
+        }
+        if (!paged) {
+          parts.add(checked_mul(2, ceil_div(n, k_bnb_block)), t.count, DType::fp32, [&] {
+            return PartText{cat(t.id, ".absmax"),
+                            cat(t.id, " absmax1 and absmax2, one per 256-element block"), group_of(t.scope),
+                            fmt::format("2·⌈{}/256⌉", n)};
+          });
+        }
+      }
+      continue;
+    }
     switch (w.optimizer) {
       case Optimizer::adam:
       case Optimizer::adamw:
@@ -95,12 +130,14 @@ StateParts optimizer_parts(std::span<const ParamTensor> tensors, const Workload&
       case Optimizer::adamw_8bit:
         add_8bit(parts, t);
         break;
+      case Optimizer::paged_adamw:
+      case Optimizer::paged_adamw_8bit:  // handled above
       case Optimizer::sgd:
       case Optimizer::none:
         break;
     }
   }
-  if (w.optimizer == Optimizer::adamw_8bit) {
+  if (!paged && (w.optimizer == Optimizer::adamw_8bit || w.optimizer == Optimizer::paged_adamw_8bit)) {
     // qmap1 and qmap2: 256-entry fp32 quantisation maps, shared by all
     // parameters of the optimizer (name2qmap).
     parts.add(512, 1, DType::fp32, [] {

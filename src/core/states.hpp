@@ -110,7 +110,9 @@ class StateParts {
                                         Detail detail = Detail::tree);
 [[nodiscard]] StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,
                                       Detail detail = Detail::tree);
+/// Optimizer states on the GPU (`paged` false), or those a paged optimizer
+/// keeps in unified memory (`paged` true; empty for the other optimizers).
 [[nodiscard]] StateParts optimizer_parts(std::span<const ParamTensor> tensors, const Workload& w,
-                                         Detail detail = Detail::tree);
+                                         Detail detail = Detail::tree, bool paged = false);
 
 }  // namespace vramcalc::core

@@ -41,6 +41,8 @@ constexpr std::array k_optimizers = {Choice<Optimizer>{"adamw", Optimizer::adamw
                                      Choice<Optimizer>{"lion", Optimizer::lion},
                                      Choice<Optimizer>{"adafactor", Optimizer::adafactor},
                                      Choice<Optimizer>{"adamw-8bit", Optimizer::adamw_8bit},
+                                     Choice<Optimizer>{"paged-adamw", Optimizer::paged_adamw},
+                                     Choice<Optimizer>{"paged-adamw-8bit", Optimizer::paged_adamw_8bit},
                                      Choice<Optimizer>{"none", Optimizer::none}};
 constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
                                      Choice<Framework>{"megatron", Framework::megatron}};

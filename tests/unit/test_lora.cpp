@@ -115,3 +115,21 @@ TEST_CASE("lora: bad adapter settings are rejected at the boundary", "[lora]") {
   CHECK(test::workload(m, {{"mode", "lora"}, {"lora_targets", "q_proj,v_proj,down_proj"}}).lora.targets ==
         (lora_q | lora_v | lora_down));
 }
+
+TEST_CASE("paged optimizers keep large tensors' states in unified memory (host)", "[lora][optimizer]") {
+  // Llama-3.1-8B: every tensor but the 65 norm vectors (4,096 elements each)
+  // has at least 100,000 elements, so its state1 and state2 are paged.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const std::uint64_t paged = count_parameters(m).total - 65 * 4096;
+  const Workload w8 = test::workload(m, {{"mode", "train"}, {"optimizer", "paged-adamw-8bit"}});
+  CHECK(estimate(m, w8).host_bytes == 2 * paged);
+  const Workload w32 = test::workload(m, {{"mode", "train"}, {"optimizer", "paged-adamw"}});
+  const Budget b32 = estimate(m, w32);
+  CHECK(b32.host_bytes == 8 * paged);
+  // On the GPU: the norms' fp32 states.
+  CHECK(test::component(b32, Component::optimizer_states) == 8 * 65 * 4096);
+  // LoRA at rank 16: every adapter is under 100,000 elements, nothing is paged.
+  const Workload lora =
+      test::workload(m, {{"mode", "lora"}, {"lora_rank", "16"}, {"optimizer", "paged-adamw-8bit"}});
+  CHECK(estimate(m, lora).host_bytes == 0);
+}

@@ -112,7 +112,7 @@ TEST_CASE("error messages from the library, exact text", "[model_io][errors]") {
           set_from_text(in, "optimizer", "lamb", "--optimizer");
         }) ==
         "--optimizer: unknown value \"lamb\" (choose from adamw, adam, sgd, sgd-momentum, lion, adafactor, "
-        "adamw-8bit, none)");
+        "adamw-8bit, paged-adamw, paged-adamw-8bit, none)");
   CHECK(message([] { (void)parse_size("12 MiBs", "--overhead"); }) ==
         "--overhead: invalid size \"12 MiBs\": unknown unit \"MiBs\" (GiB = 2^30 bytes, GB = 10^9); did you "
         "mean \"MiB\"?");
