@@ -47,6 +47,12 @@ enum class Framework : std::uint8_t {
   megatron,  ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
 };
 
+/// transformers' KV cache class for generate (hf engine).
+enum class CacheImpl : std::uint8_t {
+  dynamic,  ///< DynamicCache, generate's default: K and V grow by torch.cat each step
+  fixed,    ///< StaticCache (cache_implementation="static"): allocated for the whole context up front
+};
+
 /// What serves the model (docs/formulas.md, "Inference engines").
 enum class Engine : std::uint8_t {
   hf,        ///< Hugging Face transformers generate() with a static cache
@@ -149,11 +155,12 @@ struct Workload {
   /// Micro-batches per optimizer step (training). Above 1, gradients stay
   /// allocated from the first backward through the next forward passes.
   std::uint64_t grad_accum = 1;
-  std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
-  DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
-  DType kv_dtype = DType::bf16;  ///< KV cache elements
-  Quant quant;                   ///< serving: how the checkpoint stores its weights
-  Engine engine = Engine::hf;    ///< serving
+  std::uint64_t seq = 0;                 ///< sequence length (train) or context length (infer)
+  DType dtype = DType::bf16;             ///< weights (infer) or compute dtype (train)
+  DType kv_dtype = DType::bf16;          ///< KV cache elements
+  Quant quant;                           ///< serving: how the checkpoint stores its weights
+  Engine engine = Engine::hf;            ///< serving
+  CacheImpl cache = CacheImpl::dynamic;  ///< hf engine's KV cache
   /// llama.cpp's quantized KV cache types (q8_0, q4_0, ...); kv_dtype otherwise.
   std::optional<GgufType> kv_block;
   /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,
@@ -187,5 +194,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(LossImpl l);
 [[nodiscard]] std::string_view name_of(Engine e);
 [[nodiscard]] std::string_view name_of(VllmSampler s);
+[[nodiscard]] std::string_view name_of(CacheImpl c);
 
 }  // namespace vramcalc

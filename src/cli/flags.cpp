@@ -47,7 +47,8 @@ constexpr FlagSpec k_flags[] = {
      "llama.cpp's --n-gpu-layers: the output layer and the last N-1 blocks on the GPU, the rest and their KV "
      "cache in host memory (default: all, layers + 1)"},
     {"engine", "--engine",
-     "serving engine: hf (transformers generate, static cache) | llamacpp (llama.cpp with a GGUF file, "
+     "serving engine: hf (transformers generate, --cache dynamic or static) | llamacpp (llama.cpp with a "
+     "GGUF file, "
      "all layers on the GPU; needs --quant gguf:TYPE) | vllm (vLLM V1: a KV block pool from what "
      "--gpu-memory-utilization leaves; needs --gpu or --gpu-mem; --seq is max_model_len) (default hf)"},
     {"gpu_memory_utilization", "--gpu-memory-utilization",
@@ -73,6 +74,9 @@ constexpr FlagSpec k_flags[] = {
     {"sampler", "--sampler",
      "vllm: top-k/top-p sampler of the profiling run: native (PyTorch sort, the default since v0.11.1) | "
      "flashinfer (default native)"},
+    {"cache", "--cache",
+     "hf engine: dynamic (DynamicCache, generate's default: K and V grow by torch.cat each step) | static "
+     "(StaticCache, allocated for the whole context up front) (default dynamic)"},
     {"precision", "--precision",
      "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
      "params "

@@ -377,7 +377,8 @@ constexpr std::string_view k_working_set_source =
 
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
-// static cache): tensors alive together at the worst moment of the layer.
+// dynamic or static cache): tensors alive together at the worst moment of
+// the layer.
 // docs/formulas.md, "Inference working set".
 Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
                                 std::uint64_t context, std::string_view phase, Detail detail) {
@@ -419,6 +420,18 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   add(attn, ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
       "2·b·t·(a+k)·d");
   add(attn, ".attn_out", "attention output", q, c, "b·t·a·d");
+  // DynamicCache.update grows each layer's K and V with torch.cat: while
+  // the longer tensor is written, the previous one (context − 1 positions)
+  // is still alive, first for K, then for V (transformers cache_utils.py
+  // DynamicLayer.update).
+  if (w.cache == CacheImpl::dynamic && w.engine == Engine::hf && tokens == 1 && context > 1) {
+    const std::uint64_t grown = m.sliding_window_layers == m.num_layers && m.sliding_window > 0
+                                    ? std::min(context - 1, m.sliding_window)
+                                    : context - 1;
+    add(attn, ".cache_previous", "DynamicCache: one layer's previous K while torch.cat builds the longer one",
+        checked_product(b, grown, m.num_key_value_heads, m.head_dim), w.kv_dtype, "b·(c−1)·k·d",
+        "transformers cache_utils.py DynamicLayer.update (torch.cat)");
+  }
   if (w.attention == AttentionImpl::eager) {
     const std::uint64_t scores = checked_product(b, m.num_attention_heads, tokens, context);
     add(attn, ".scores", "scores and 16-bit probabilities", checked_mul(2, scores), c, "2·b·a·t·c");
@@ -1011,7 +1024,9 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
-        "static cache of {} tokens × {} sequences in {}{}", w.seq, w.batch, name_of(w.kv_dtype),
+        "{} of {} tokens × {} sequences in {}{}",
+        w.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context" : "StaticCache", w.seq,
+        w.batch, name_of(w.kv_dtype),
         m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
                                                   m.sliding_window_layers, m.sliding_window)
                                     : "");

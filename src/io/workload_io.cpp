@@ -51,6 +51,8 @@ constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImp
 constexpr std::array k_engines = {Choice<Engine>{"hf", Engine::hf},
                                   Choice<Engine>{"llamacpp", Engine::llamacpp},
                                   Choice<Engine>{"vllm", Engine::vllm}};
+constexpr std::array k_caches = {Choice<CacheImpl>{"dynamic", CacheImpl::dynamic},
+                                 Choice<CacheImpl>{"static", CacheImpl::fixed}};
 constexpr std::array k_samplers = {Choice<VllmSampler>{"native", VllmSampler::native},
                                    Choice<VllmSampler>{"flashinfer", VllmSampler::flashinfer}};
 // vLLM's CacheConfig block sizes (vllm/config/cache.py BlockSize).
@@ -332,6 +334,9 @@ std::string_view name_of(CheckpointKind c) {
 std::string_view name_of(Engine e) {
   return name_in(k_engines, e);
 }
+std::string_view name_of(CacheImpl c) {
+  return name_in(k_caches, c);
+}
 std::string_view name_of(VllmSampler s) {
   return name_in(k_samplers, s);
 }
@@ -360,6 +365,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "quant",
                                                 "quant_lm_head",
                                                 "engine",
+                                                "cache",
                                                 "gpu_layers",
                                                 "gpu_memory_utilization",
                                                 "max_num_batched_tokens",
@@ -423,6 +429,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   }
   if (key == "gpu_layers") return put(in.gpu_layers, parse_integer(text, origin, false), origin);
   if (key == "engine") return put(in.engine, parse_choice(k_engines, text, origin), origin);
+  if (key == "cache") return put(in.cache, parse_choice(k_caches, text, origin), origin);
   if (key == "gpu_memory_utilization")
     return put(in.gpu_memory_utilization, parse_utilization(text, origin), origin);
   if (key == "max_num_batched_tokens")
@@ -839,6 +846,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.kv_dtype, top.kv_dtype);
   take(base.kv_block, top.kv_block);
   take(base.engine, top.engine);
+  take(base.cache, top.cache);
   take(base.gpu_layers, top.gpu_layers);
   take(base.gpu_memory_utilization, top.gpu_memory_utilization);
   take(base.max_num_batched_tokens, top.max_num_batched_tokens);
@@ -906,6 +914,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
   if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
   if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
+  if (in.cache && train) conflict(in.cache->origin, "the KV cache class applies to --mode infer only");
   if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
   check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
@@ -990,6 +999,13 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
     w.engine = pick(in.engine, Engine::hf, "engine");
     check_engine(model, w, in);
+    // transformers' generate uses a DynamicCache unless told otherwise
+    // (generation/utils.py _prepare_cache_for_generation).
+    if (w.engine == Engine::hf) {
+      w.cache = pick(in.cache, CacheImpl::dynamic, "cache");
+    } else if (in.cache) {
+      conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
+    }
   }
   if (in.quant_lm_head && w.quant.kind == QuantKind::none) {
     conflict(in.quant_lm_head->origin, "applies with --quant only");

@@ -58,8 +58,9 @@ std::string workload_line(const Workload& w) {
   }
   if (w.mode == Mode::infer) {
     return fmt::format(
-        "infer, batch {} × context {}, weights {}, KV cache {}, {} ({} attention), dp {}", w.batch, w.seq,
+        "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention), dp {}", w.batch, w.seq,
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
+        w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.cache)) : "",
         w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention), w.dp);
   }
   if (w.lora.kind != Adapter::none) {

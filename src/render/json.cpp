@@ -71,6 +71,7 @@ json workload_json(const PlanResult& p) {
   j["dtype"] = std::string(name_of(w.dtype));
   j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
   j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));
+  j["cache"] = !train && w.engine == Engine::hf ? json(std::string(name_of(w.cache))) : json(nullptr);
   const bool lora = w.lora.kind != Adapter::none;
   j["precision"] = train && !lora ? json(std::string(name_of(w.precision))) : json(nullptr);
   j["lora"] = lora ? json({{"rank", w.lora.rank},

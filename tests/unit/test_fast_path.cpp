@@ -140,6 +140,10 @@ std::vector<Settings> grid() {
   }
   out.push_back(
       {{"engine", "vllm"}, {"gpu_mem", "2GiB"}, {"quant", "gptq:4:128"}, {"gpu_memory_utilization", "0.5"}});
+  for (const char* cache : {"static", "dynamic"}) {
+    for (const auto& [batch, seq] : k_sizes)
+      out.push_back({{"cache", cache}, {"batch", batch}, {"seq", seq}});
+  }
   for (const char* optimizer : {"paged-adamw", "paged-adamw-8bit"}) {
     out.push_back({{"mode", "train"}, {"optimizer", optimizer}});
     out.push_back({{"mode", "qlora"}, {"optimizer", optimizer}, {"lora_rank", "64"}});
