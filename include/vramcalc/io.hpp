@@ -71,6 +71,7 @@ struct WorkloadInput {
   std::optional<Given<GgufType>> kv_block;  ///< --kv-dtype q8_0 and the other ggml block types
   std::optional<Given<Engine>> engine;
   std::optional<Given<CacheImpl>> cache;
+  std::optional<Given<std::string>> draft;  ///< a preset name or a config.json path
   std::optional<Given<std::uint64_t>> gpu_layers;
   std::optional<Given<std::uint64_t>> gpu_memory_utilization;  ///< parts per million
   std::optional<Given<std::uint64_t>> max_num_batched_tokens;

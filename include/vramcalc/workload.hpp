@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "vramcalc/model.hpp"
 #include "vramcalc/quant.hpp"
 #include "vramcalc/units.hpp"
 
@@ -161,6 +162,9 @@ struct Workload {
   Quant quant;                           ///< serving: how the checkpoint stores its weights
   Engine engine = Engine::hf;            ///< serving
   CacheImpl cache = CacheImpl::dynamic;  ///< hf engine's KV cache
+  /// Speculative decoding (hf assisted generation): the draft model, held
+  /// beside the target with its own cache. Its source stays empty.
+  std::optional<ModelSpec> draft;
   /// llama.cpp's quantized KV cache types (q8_0, q4_0, ...); kv_dtype otherwise.
   std::optional<GgufType> kv_block;
   /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,

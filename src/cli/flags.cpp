@@ -77,6 +77,9 @@ constexpr FlagSpec k_flags[] = {
     {"cache", "--cache",
      "hf engine: dynamic (DynamicCache, generate's default: K and V grow by torch.cat each step) | static "
      "(StaticCache, allocated for the whole context up front) (default dynamic)"},
+    {"draft", "--draft",
+     "hf engine: a draft model for speculative decoding (assisted generation), a preset or a config.json: "
+     "its weights and its own cache sit beside the target's"},
     {"precision", "--precision",
      "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
      "params "

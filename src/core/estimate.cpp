@@ -620,6 +620,20 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                       "vllm model_executor/layers/rotary_embedding RotaryEmbedding._compute_cos_sin_cache"};
     });
   }
+  if (w.mode == Mode::infer && w.draft) {
+    // Assisted generation: the draft model beside the target, unquantized
+    // in --dtype.
+    const ParamTensorList draft_tensors = parameter_tensor_list(*w.draft);
+    Branch target = std::move(weights);
+    weights = Branch(d);
+    weights.branch(std::move(target), [] { return NodeText{"target", "target model"}; });
+    weights.branch(core::state_branch(
+                       core::adapter_parts(draft_tensors, w.dtype == DType::fp8 ? DType::bf16 : w.dtype, d),
+                       1, "vramcalc parameter inventory (parameters.hpp)"),
+                   [&] {
+                     return NodeText{"draft", fmt::format("draft model ({})", w.draft->name)};
+                   });
+  }
   if (w.lora.kind != Adapter::none) {
     // The frozen base above, and the adapters (PEFT LoraLayer.update_layer;
     // get_peft_model's autocast_adapter_dtype keeps them in fp32).
@@ -655,8 +669,12 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                                            name_of(w.dtype)),
                          shard_text(sf.weights, "ZeRO-3 shard"));
     }
-    return fmt::format("{} parameters in {}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
-                       shard_text(sf.weights, "ZeRO-3 shard"));
+    return fmt::format("{} parameters in {}{}{}", format_thousands(pc.total), name_of(weight_dtype(w)),
+                       shard_text(sf.weights, "ZeRO-3 shard"),
+                       w.mode == Mode::infer && w.draft
+                           ? fmt::format(", and the draft's {} ({})",
+                                         format_thousands(count_parameters(*w.draft).total), w.draft->name)
+                           : "");
   });
   if (w.mode != Mode::train) return;
 
@@ -985,6 +1003,34 @@ Moments vllm(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t 
   return moments;
 }
 
+// The cache of transformers' generate for `m`: K and V per layer for the
+// whole context, or the window on sliding-window layers.
+void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::string_view id_prefix,
+                     std::string_view label_prefix) {
+  const std::uint64_t per_token =
+      bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
+  const std::uint64_t full = m.num_layers - m.sliding_window_layers;
+  if (full > 0) {
+    kv.leaf(checked_product(per_token, w.seq, w.batch), full, [&] {
+      return LeafText{
+          core::cat(id_prefix, "full_attention_layers"),
+          core::cat(label_prefix, "full-attention layers: K and V for the whole context"),
+          "2·b·s·k·d × KV bytes",
+          "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
+    });
+  }
+  if (m.sliding_window_layers > 0) {
+    kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
+            [&] {
+              return LeafText{core::cat(id_prefix, "sliding_window_layers"),
+                              fmt::format("{}sliding-window layers: K and V for at most {} tokens",
+                                          label_prefix, m.sliding_window),
+                              "2·b·min(s, window)·k·d × KV bytes",
+                              "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"};
+            });
+  }
+}
+
 Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t vocab) {
   const Detail d = out.detail;
   if (out.tree() && w.quant.kind == QuantKind::gguf && w.engine != Engine::llamacpp) {
@@ -999,28 +1045,11 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
   }
   if (w.engine == Engine::llamacpp) return llamacpp(out, m, w);
   if (w.engine == Engine::vllm) return vllm(out, m, w, vocab);
-  const std::uint64_t per_token =
-      bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
-  const std::uint64_t full = m.num_layers - m.sliding_window_layers;
   Branch kv(d);
-  if (full > 0) {
-    kv.leaf(checked_product(per_token, w.seq, w.batch), full, [] {
-      return LeafText{
-          "full_attention_layers", "full-attention layers: K and V for the whole context",
-          "2·b·s·k·d × KV bytes",
-          "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
-    });
-  }
-  if (m.sliding_window_layers > 0) {
-    kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
-            [&] {
-              return LeafText{
-                  "sliding_window_layers",
-                  fmt::format("sliding-window layers: K and V for at most {} tokens", m.sliding_window),
-                  "2·b·min(s, window)·k·d × KV bytes",
-                  "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"};
-            });
-  }
+  hf_cache_leaves(kv, m, w, "", "");
+  // Assisted generation keeps the draft's own cache of the same context
+  // (transformers generation/candidate_generator.py AssistedCandidateGenerator).
+  if (w.draft) hf_cache_leaves(kv, *w.draft, w, "draft.", "draft model: ");
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
@@ -1040,8 +1069,16 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
   live[idx(Component::weights)] = out.get(Component::weights);
   add_moment(moments, "load", live, Inventory(d));
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
-  add_moment(moments, "prefill", live, inference_working_set(m, w, w.seq, w.seq, "prefill", d));
-  add_moment(moments, "decode", live, inference_working_set(m, w, 1, w.seq, "decode", d));
+  // With a draft the two models run one after the other: the larger
+  // working set of the two at each phase.
+  auto working_set = [&](std::uint64_t tokens, std::string_view phase, std::string_view draft_phase) {
+    Inventory target = inference_working_set(m, w, tokens, w.seq, phase, d);
+    if (!w.draft) return target;
+    Inventory assistant = inference_working_set(*w.draft, w, tokens, w.seq, draft_phase, d);
+    return total_bytes(assistant) > total_bytes(target) ? assistant : target;
+  };
+  add_moment(moments, "prefill", live, working_set(w.seq, "prefill", "draft.prefill"));
+  add_moment(moments, "decode", live, working_set(1, "decode", "draft.decode"));
   return moments;
 }
 

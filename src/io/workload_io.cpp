@@ -366,6 +366,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "quant_lm_head",
                                                 "engine",
                                                 "cache",
+                                                "draft",
                                                 "gpu_layers",
                                                 "gpu_memory_utilization",
                                                 "max_num_batched_tokens",
@@ -430,6 +431,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "gpu_layers") return put(in.gpu_layers, parse_integer(text, origin, false), origin);
   if (key == "engine") return put(in.engine, parse_choice(k_engines, text, origin), origin);
   if (key == "cache") return put(in.cache, parse_choice(k_caches, text, origin), origin);
+  if (key == "draft") return put(in.draft, std::string(text), origin);
   if (key == "gpu_memory_utilization")
     return put(in.gpu_memory_utilization, parse_utilization(text, origin), origin);
   if (key == "max_num_batched_tokens")
@@ -653,6 +655,28 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   }
 }
 
+// --draft: the assistant model of transformers' assisted generation, loaded
+// like the target (a preset or a config.json).
+void resolve_draft(const ModelSpec& model, Workload& w, const Given<std::string>& given) {
+  if (w.engine != Engine::hf) {
+    conflict(given.origin,
+             "a draft model is modelled for --engine hf (transformers' assisted generation) so far");
+  }
+  ModelSpec draft;
+  try {
+    draft = load_model(given.value);
+  } catch (const InputError& e) {
+    throw InputError(given.origin, e.where().empty() ? std::string(e.what()) : e.what());
+  }
+  if (draft.learned_positions && w.seq > draft.max_position_embeddings) {
+    conflict(given.origin, fmt::format("the draft {} has {} positions, fewer than --seq {}", draft.name,
+                                       draft.max_position_embeddings, w.seq));
+  }
+  (void)model;
+  draft.source.clear();
+  w.draft = std::move(draft);
+}
+
 // What vLLM's tensor parallelism can split (model_executor/layers/linear.py
 // and vocab_parallel_embedding.py divide exactly, or refuse to start).
 void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std::string& origin) {
@@ -847,6 +871,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.kv_block, top.kv_block);
   take(base.engine, top.engine);
   take(base.cache, top.cache);
+  take(base.draft, top.draft);
   take(base.gpu_layers, top.gpu_layers);
   take(base.gpu_memory_utilization, top.gpu_memory_utilization);
   take(base.max_num_batched_tokens, top.max_num_batched_tokens);
@@ -915,6 +940,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
   if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
   if (in.cache && train) conflict(in.cache->origin, "the KV cache class applies to --mode infer only");
+  if (in.draft && train) conflict(in.draft->origin, "a draft model is for serving (--mode infer)");
   if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
   check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
@@ -1006,6 +1032,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     } else if (in.cache) {
       conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
     }
+    if (in.draft) resolve_draft(model, w, *in.draft);
   }
   if (in.quant_lm_head && w.quant.kind == QuantKind::none) {
     conflict(in.quant_lm_head->origin, "applies with --quant only");

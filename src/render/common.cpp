@@ -57,11 +57,12 @@ std::string workload_line(const Workload& w) {
         w.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.vllm.tp) : "");
   }
   if (w.mode == Mode::infer) {
-    return fmt::format(
-        "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention), dp {}", w.batch, w.seq,
-        w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
-        w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.cache)) : "",
-        w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention), w.dp);
+    return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}",
+                       w.batch, w.seq,
+                       w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
+                       kv_text(w), w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.cache)) : "",
+                       w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention),
+                       w.draft ? fmt::format(", draft {}", w.draft->name) : "", w.dp);
   }
   if (w.lora.kind != Adapter::none) {
     return fmt::format(

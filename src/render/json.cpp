@@ -72,6 +72,8 @@ json workload_json(const PlanResult& p) {
   j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
   j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));
   j["cache"] = !train && w.engine == Engine::hf ? json(std::string(name_of(w.cache))) : json(nullptr);
+  j["draft"] = w.draft ? json({{"name", w.draft->name}, {"parameters", count_parameters(*w.draft).total}})
+                       : json(nullptr);
   const bool lora = w.lora.kind != Adapter::none;
   j["precision"] = train && !lora ? json(std::string(name_of(w.precision))) : json(nullptr);
   j["lora"] = lora ? json({{"rank", w.lora.rank},

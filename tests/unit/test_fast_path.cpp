@@ -140,6 +140,8 @@ std::vector<Settings> grid() {
   }
   out.push_back(
       {{"engine", "vllm"}, {"gpu_mem", "2GiB"}, {"quant", "gptq:4:128"}, {"gpu_memory_utilization", "0.5"}});
+  out.push_back({{"draft", "llama-3.2-1b"}, {"seq", "4096"}, {"batch", "2"}});
+  out.push_back({{"draft", "qwen2.5-7b"}, {"cache", "static"}, {"attention", "eager"}, {"seq", "512"}});
   for (const char* cache : {"static", "dynamic"}) {
     for (const auto& [batch, seq] : k_sizes)
       out.push_back({{"cache", cache}, {"batch", batch}, {"seq", seq}});

@@ -39,6 +39,29 @@ TEST_CASE("kv cache grows with batch and context", "[kv_cache][property]") {
   CHECK(kv_cache_bytes(m, test::workload(m, {{"seq", "2000"}})) == 2 * one);
 }
 
+TEST_CASE("kv cache: a draft model adds its weights and its own cache", "[kv_cache][draft]") {
+  // The tiny Llama drafting for itself: 1,160 bf16 parameters and a cache
+  // of 2 layers × 2 (K, V) × 5 tokens × 4 values × 2 B each.
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  const std::string path = std::string(VRAMCALC_SOURCE_DIR) + "/models/llama-3.2-1b.json";
+  const Budget alone = estimate(m, test::workload(m, {{"seq", "5"}}));
+  const Budget with = estimate(m, test::workload(m, {{"seq", "5"}, {"draft", path}}));
+  const ModelSpec draft = load_model(path);
+  CHECK(test::component(with, Component::weights) ==
+        test::component(alone, Component::weights) + 2 * count_parameters(draft).total);
+  CHECK(test::component(with, Component::kv_cache) ==
+        test::component(alone, Component::kv_cache) + 2ULL * 16 * 5 * 8 * 64 * 2);
+  // The draft's working set is the larger of the two here.
+  CHECK(test::component(with, Component::transient) > test::component(alone, Component::transient));
+  for (const auto& [key, value] : {std::pair{"engine", "vllm"}, std::pair{"mode", "train"}}) {
+    WorkloadInput in;
+    set_from_text(in, "draft", "llama-3.2-1b", "--draft");
+    set_from_text(in, key, value, "--x");
+    set_from_text(in, "gpu", "h100-80gb", "--gpu");
+    CHECK_THROWS_AS(resolve(m, in), InputError);
+  }
+}
+
 TEST_CASE("kv cache: a dynamic cache holds one layer's previous K while it grows", "[kv_cache]") {
   // Llama-3.1-8B, one sequence of 8,192: at decode the attention moment is
   // the residual and input (h each), q/k/v ((a+2k)·d), rotary temporaries
