@@ -785,6 +785,14 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detai
       m.gated_mlp ? "MLP intermediate gradients (product, act, up)" : "MLP intermediate gradients", mlp_grads,
       c.t.projection, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
       "derivation from derivatives.yaml mm and mul backward");
+  // QLoRA: bitsandbytes' MatMul4Bit dequantizes the weight again for the
+  // input's gradient, one linear at a time (autograd/_functions.py backward).
+  if (w.lora.kind == Adapter::qlora) {
+    const std::uint64_t largest = checked_mul(x.h, x.I);
+    add(p.layer_backward, "layer_backward.dequantized_weight",
+        "a 4-bit weight dequantized for its backward matmul", largest, c.t.compute, "h·I",
+        "bitsandbytes autograd/_functions.py MatMul4Bit.backward (dequantize_4bit)");
+  }
   if (w.attention == AttentionImpl::eager) {
     add(p.layer_backward, "layer_backward.score_grads",
         "fp32 score gradients (the softmax's input and output grads)", checked_product(2, x.b, x.a, x.s, x.s),

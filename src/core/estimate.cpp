@@ -445,6 +445,15 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   add(head, ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py");
   add(head, ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
       "transformers generation/utils.py");
+  // bitsandbytes 4-bit (0.45–0.49 MatMul4Bit; 0.50's fallback beyond its
+  // small-input kernel) dequantizes each weight to the compute dtype when
+  // the input has more than one row: one layer's largest weight at a time.
+  if (w.quant.kind == QuantKind::bnb_4bit && T > 1) {
+    const ParamTensorList tensors = parameter_tensor_list(m);
+    add(mlp, ".dequantized_weight", "the largest 4-bit weight, dequantized for its matmul",
+        core::largest_quantized_linear(tensors, w.quant), c, "largest quantized N·K",
+        "bitsandbytes autograd/_functions.py matmul_4bit (MatMul4Bit: dequantize_4bit, F.linear)");
+  }
   Inventory best = std::move(mlp);
   if (total_bytes(attn) > total_bytes(best)) best = std::move(attn);
   if (total_bytes(head) > total_bytes(best)) best = std::move(head);
@@ -1038,7 +1047,7 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
         "GGUF weights with the hf profile's cache and working set; --engine llamacpp models llama.cpp's own "
         "cache and keeps token_embd in host memory");
   }
-  if (out.tree() && w.quant.kind != QuantKind::none) {
+  if (out.tree() && w.quant.kind != QuantKind::none && w.quant.kind != QuantKind::bnb_4bit) {
     out.b->notes.emplace_back(
         "quantized kernels' workspaces and dequantisation buffers are not counted "
         "(docs/formulas.md, Quantized weights)");

@@ -175,6 +175,19 @@ bool quantized(const ParamTensor& t, const Quant& q) {
   return t.scope == ParamScope::lm_head && q.quantize_lm_head;
 }
 
+}  // namespace
+
+std::uint64_t largest_quantized_linear(std::span<const ParamTensor> tensors, const Quant& q) {
+  std::uint64_t largest = 0;
+  if (q.kind == QuantKind::none) return 0;
+  for (const ParamTensor& t : tensors) {
+    if (quantized(t, q)) largest = std::max(largest, t.elements());
+  }
+  return largest;
+}
+
+namespace {
+
 struct PartAdder {
   StateParts& parts;
   const ParamTensor& t;

@@ -104,6 +104,8 @@ class StateParts {
 /// The weights an engine keeps in host memory (llama.cpp: token_embd).
 [[nodiscard]] StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
                                            const Workload& w, Detail detail);
+/// Elements of the largest weight a checkpoint quantizes (0 without --quant).
+[[nodiscard]] std::uint64_t largest_quantized_linear(std::span<const ParamTensor> tensors, const Quant& q);
 /// LoRA adapter weights (lora_adapter_tensors) in their dtype.
 [[nodiscard]] StateParts adapter_parts(std::span<const ParamTensor> tensors, DType dtype, Detail detail);
 [[nodiscard]] StateParts gradient_parts(std::span<const ParamTensor> tensors, const Workload& w,

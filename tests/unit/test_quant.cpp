@@ -224,3 +224,20 @@ TEST_CASE("quant and llama.cpp plans follow the plan-output schema", "[quant][ll
     test::check_required(s, j, "");
   }
 }
+
+TEST_CASE("quant: bitsandbytes 4-bit dequantizes one weight per matmul of more than one row", "[quant]") {
+  // llama-3.1-8b: the largest 4-bit weight is an MLP projection, 14336×4096,
+  // dequantized to bf16 at prefill; decode of one sequence uses gemv.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Budget b = estimate(m, test::workload(m, {{"quant", "bnb-nf4"}, {"seq", "4096"}}));
+  const Node& transient = b.breakdown[static_cast<std::size_t>(Component::transient)];
+  std::uint64_t dequantized = 0;
+  for (const Node& n : transient.children) {
+    if (n.id == "prefill.dequantized_weight") dequantized = n.bytes;
+  }
+  CHECK(dequantized == 14336ULL * 4096 * 2);
+  // QLoRA's backward dequantizes again: the layer's backward working set has it.
+  const Workload q = test::workload(m, {{"mode", "qlora"}, {"seq", "1024"}});
+  const core::ActivationProfile p = core::hf_profile(m, q);
+  CHECK(core::total_bytes(p.layer_backward) == 3ULL * 1024 * 14336 * 4 + 14336ULL * 4096 * 2);
+}
