@@ -90,8 +90,13 @@ struct ShardFactors {
 /// (out × r), no bias. Empty without adapters.
 [[nodiscard]] ParamTensorList lora_adapter_tensors(const ModelSpec& m, const Workload& w);
 
+/// The tensors that receive gradients: the adapters under LoRA/QLoRA; every
+/// parameter tensor but the frozen ones otherwise (--freeze: a frozen
+/// layer range lowers the per-layer tensors' count).
+[[nodiscard]] ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w);
+
 /// Parameters that receive gradients: the adapters' under LoRA/QLoRA, every
-/// parameter otherwise.
+/// parameter not frozen otherwise.
 [[nodiscard]] std::uint64_t trainable_parameters(const ModelSpec& m, const Workload& w);
 
 // ---- inference --------------------------------------------------------------

@@ -63,6 +63,7 @@ struct WorkloadInput {
   std::optional<Given<std::uint8_t>> lora_targets;  ///< LoraTarget bits
   std::optional<Given<DType>> lora_dtype;
   std::optional<Given<double>> lora_dropout;
+  std::optional<Given<Freeze>> freeze;
   std::optional<Given<std::uint64_t>> batch;
   std::optional<Given<std::uint64_t>> grad_accum;
   std::optional<Given<std::uint64_t>> seq;

@@ -143,6 +143,15 @@ struct Lora {
   double dropout = 0.0;       ///< lora_dropout
 };
 
+/// Full fine-tuning with parts frozen (--freeze): their parameters get no
+/// gradients or optimizer states.
+struct Freeze {
+  bool embeddings = false;   ///< token (and position) embeddings
+  bool lm_head = false;      ///< the output layer
+  std::uint64_t layers = 0;  ///< the bottom decoder layers 0 … layers−1
+  [[nodiscard]] bool any() const { return embeddings || lm_head || layers > 0; }
+};
+
 /// Dropout probabilities; only p > 0 matters for memory (a mask is saved).
 struct Dropout {
   double attention = 0.0;  ///< on the attention probabilities
@@ -179,6 +188,7 @@ struct Workload {
   Checkpointing checkpoint;
   Loss loss;
   Lora lora;               ///< training through adapters; kind none for full fine-tuning
+  Freeze freeze;           ///< full fine-tuning with frozen parts
   std::uint64_t dp = 1;    ///< data-parallel degree
   std::uint32_t zero = 0;  ///< ZeRO stage 0-3 (FSDP full = 3, grad-op = 2)
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the

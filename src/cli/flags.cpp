@@ -19,6 +19,9 @@ constexpr FlagSpec k_flags[] = {
     {"mode", "--mode",
      "infer | train | lora (a frozen 16-bit base with LoRA adapters, PEFT) | qlora (a frozen bitsandbytes "
      "4-bit base, nf4 with double quantisation unless --quant says otherwise) (default infer)"},
+    {"freeze", "--freeze",
+     "train: parts that get no gradients, a comma list of embeddings, lm_head, layers:0-K (the bottom K+1 "
+     "layers); frozen bottom layers keep no activations when nothing below needs a gradient"},
     {"lora_rank", "--lora-rank", "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig)"},
     {"lora_targets", "--lora-targets",
      "lora, qlora: all-linear | attn | mlp | a comma list of q, k, v, o, gate, up, down (default q,v: PEFT's "

@@ -28,10 +28,16 @@ struct HfContext {
   Dims x;
   Dtypes t;
   Detail detail;
-  // A frozen base (LoRA, QLoRA): a tensor kept only for a parameter's
-  // gradient is not kept (derivatives.yaml guards each save with
-  // should_compute_output; mm keeps its input only for the weight's grad).
+  // A frozen base (LoRA, QLoRA) or frozen layer (--freeze): a tensor kept
+  // only for a parameter's gradient is not kept (derivatives.yaml guards
+  // each save with should_compute_output; mm keeps its input only for the
+  // weight's grad).
   bool frozen;
+  bool embeddings_frozen;  // no token ids kept
+  bool head_frozen;        // the output layer keeps no input
+  // The layer's input requires grad; false for the lowest recorded layer
+  // above frozen embeddings without checkpointing.
+  bool input_grad = true;
 };
 
 void add(Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
@@ -55,18 +61,21 @@ void add_sourced(Inventory& inv, std::string_view id, std::string_view label, st
 // the input tensor: the count is the same.
 void llama_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t rows,
                    std::uint64_t width, DType input, std::string_view rows_expr, std::string_view width_expr,
-                   bool frozen) {
+                   bool frozen, bool input_grad = true) {
   const auto src = [] {
     return cat("transformers LlamaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
   };
-  inv.add(checked_mul(rows, width), DType::fp32, [&] {
-    return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"),
-                     cat(rows_expr, "·", width_expr), src()};
-  });
-  inv.add(rows, DType::fp32, [&] {
-    return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), std::string(rows_expr),
-                     src()};
-  });
+  // An input that needs no gradient records no pow or rsqrt node.
+  if (input_grad) {
+    inv.add(checked_mul(rows, width), DType::fp32, [&] {
+      return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"),
+                       cat(rows_expr, "·", width_expr), src()};
+    });
+    inv.add(rows, DType::fp32, [&] {
+      return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), std::string(rows_expr),
+                       src()};
+    });
+  }
   if (frozen) return;  // the weight multiply keeps it for the weight's gradient only
   inv.add(checked_mul(rows, width), input, [&] {
     return EntryText{cat(id, ".normalized"), cat(what, ": normalised input kept by the weight multiply"),
@@ -113,13 +122,14 @@ void layer_norm(Inventory& inv, std::string_view id, std::string_view what, cons
 }
 
 // The input norm of a block, by family.
-void block_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input) {
+void block_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input,
+                bool input_grad = true) {
   if (c.m.norm == NormKind::layer_norm) {
     layer_norm(inv, id, what, c, input);
   } else if (c.m.type == ModelType::gemma || c.m.type == ModelType::gemma2) {
     gemma_rmsnorm(inv, id, what, c);
   } else {
-    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h", c.frozen);
+    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h", c.frozen, input_grad);
   }
 }
 
@@ -330,9 +340,15 @@ void hidden_dropout_mask(Inventory& inv, std::string_view id, const HfContext& c
 
 // Under autocast, each matmul keeps the 16-bit copy of its weight that
 // autocast cached for the forward (derivatives.yaml mm keeps mat2).
+// A frozen fp32 weight (--freeze under amp) is not cached, but its matmul
+// keeps the fresh cast for the input's gradient: the same bytes. LoRA's
+// base is 16-bit or 4-bit and is not cast.
 void autocast_weight_copies(Inventory& inv, const HfContext& c, std::uint64_t linear_params) {
-  if (!c.t.autocast || c.frozen) return;
-  add(inv, "autocast_weight_copies", "16-bit copies of the layer's linear weights, kept by the matmuls",
+  if (!c.t.autocast || c.t.weights != DType::fp32 || c.w.lora.kind != Adapter::none) return;
+  add(inv, "autocast_weight_copies",
+      c.frozen
+          ? "16-bit casts of the frozen layer's linear weights, kept by the matmuls for the input's gradient"
+          : "16-bit copies of the layer's linear weights, kept by the matmuls",
       linear_params, c.t.compute, "linear parameters per layer",
       "torch autocast_mode.cpp cached_cast (weight casts cached per forward); derivatives.yaml mm");
 }
@@ -453,7 +469,7 @@ Inventory hf_layer(const HfContext& c) {
   const std::string_view layer_module =
       gpt2 ? "transformers GPT2Block.forward" : "transformers LlamaDecoderLayer.forward";
 
-  block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r);
+  block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r, c.input_grad);
   linear_inputs(inv, gpt2 ? "attn.c_attn.input" : "attn.qkv_input", "attention input",
                 c.t.autocast ? (c.m.fused_qkv ? 1 : 3) : 1, c, layer_module);
   if (c.m.qk_norm) {
@@ -476,7 +492,7 @@ Inventory hf_layer(const HfContext& c) {
   hidden_dropout_mask(inv, "mlp.resid_dropout_mask", c);
   if (gemma2) gemma_rmsnorm(inv, "post_feedforward_layernorm", "post-MLP norm", c);
   autocast_weight_copies(inv, c, layer_linear_params(c.m));
-  if (c.frozen) lora_entries(inv, c);
+  if (c.w.lora.kind != Adapter::none) lora_entries(inv, c);
   return inv;
 }
 
@@ -484,7 +500,7 @@ Inventory hf_layer(const HfContext& c) {
 Inventory hf_model_level(const HfContext& c) {
   Inventory inv(c.detail);
   const Dims& x = c.x;
-  if (!c.frozen) {
+  if (!c.embeddings_frozen) {
     add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
         "derivatives.yaml embedding (indices)");
   }
@@ -513,7 +529,7 @@ Inventory hf_model_level(const HfContext& c) {
 void autocast_output_weight(Inventory& inv, const HfContext& c) {
   if (!c.t.autocast || c.t.weights != DType::fp32) return;
   add(inv, "lm_head.autocast_weight_copy",
-      c.frozen
+      c.head_frozen
           ? "16-bit cast of the frozen fp32 output layer weight, kept by the matmul for the input's gradient"
           : "16-bit copy of the output layer weight, kept by the matmul",
       checked_mul(c.x.V, c.x.h), c.t.compute, "V·h",
@@ -543,7 +559,7 @@ void chunked_head(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
   const ChunkRows rows = chunk_rows(x, c.w.loss.chunks);
   const std::uint64_t kept = checked_mul(rows.total, x.h);
-  if (c.frozen) {
+  if (c.head_frozen) {
     // a frozen output layer keeps no input rows
   } else if (c.t.autocast) {
     add(inv, "lm_head.input", "kept rows of each chunk, 16-bit copies made by autocast, kept by the matmul",
@@ -656,7 +672,9 @@ Inventory hf_head(const HfContext& c) {
     chunked_head(inv, c);
     return inv;
   }
-  linear_inputs(inv, "lm_head.input", "output layer input", 1, c, "transformers *ForCausalLM.forward");
+  HfContext head = c;
+  head.frozen = c.head_frozen;
+  linear_inputs(inv, "lm_head.input", "output layer input", 1, head, "transformers *ForCausalLM.forward");
   autocast_output_weight(inv, c);
   const std::uint64_t logits = checked_mul(x.T, x.V);
   if (c.m.final_logit_softcapping > 0) {
@@ -719,11 +737,7 @@ void standard_loss(ActivationProfile& p, const HfContext& c) {
       fmt::format("hf profile (transformers + PyTorch {} attention), {}, {}",
                   w.attention == AttentionImpl::flash ? "SDPA flash" : "eager", regime,
                   w.dropout.attention > 0 || w.dropout.hidden > 0 ? "dropout on" : "no dropout"));
-  if (c.frozen && w.checkpoint.kind == CheckpointKind::none) {
-    p.notes.emplace_back(
-        "LoRA: layer 0's input norm is counted as in the other layers, though it keeps nothing when the "
-        "embedding output does not require grad (no gradient checkpointing)");
-  }
+
   if (w.attention == AttentionImpl::flash && m.attn_logit_softcapping > 0) {
     p.notes.emplace_back(
         "Gemma 2 under SDPA: transformers skips the attention-logit soft-capping (only eager applies it); "
@@ -758,10 +772,34 @@ ChunkRows chunk_rows(const Dims& x, std::uint64_t n) {
 }
 
 ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detail) {
-  const HfContext c{m, w, dims_of(m, w.batch, w.seq), dtypes_of(w), detail, w.lora.kind != Adapter::none};
+  const bool lora = w.lora.kind != Adapter::none;
+  const bool tied_frozen = m.tie_word_embeddings && (w.freeze.embeddings || w.freeze.lm_head);
+  const HfContext c{m,
+                    w,
+                    dims_of(m, w.batch, w.seq),
+                    dtypes_of(w),
+                    detail,
+                    lora,
+                    lora || w.freeze.embeddings || tied_frozen,
+                    lora || w.freeze.lm_head || tied_frozen};
   const Dims& x = c.x;
   ActivationProfile p(detail);
   p.layer = hf_layer(c);
+  if (w.freeze.layers > 0) {
+    HfContext frozen = c;
+    frozen.frozen = true;
+    p.frozen_layer = hf_layer(frozen);
+  }
+  // --freeze: the lowest recorded layer is trainable, so everything after
+  // its input norm needs gradients as usual. (Under LoRA which of q, k, v
+  // need a gradient in layer 0 depends on the adapters; that layer is
+  // counted like the others, an over-estimate of one layer at most.)
+  if (w.freeze.embeddings && !lora && w.checkpoint.kind == CheckpointKind::none &&
+      m.norm == NormKind::rms_norm && m.type != ModelType::gemma && m.type != ModelType::gemma2) {
+    HfContext first = c;
+    first.input_grad = false;
+    p.first_layer = hf_layer(first);
+  }
   // Gradient checkpointing (transformers gradient_checkpointing_enable, a
   // torch.utils.checkpoint per decoder layer) keeps the layer's input.
   add(p.checkpointed, "checkpoint.layer_input", "layer input, kept by torch.utils.checkpoint",
@@ -815,9 +853,12 @@ ActivationProfile hf_profile(const ModelSpec& m, const Workload& w, Detail detai
   // gathered parameters (views of a flat buffer) are not cached.
   const bool fsdp_full = w.zero == 3 && w.dp > 1;
   if (c.t.autocast && w.checkpoint.kind != CheckpointKind::none && !fsdp_full) {
-    const std::uint64_t ckpt_layers = w.checkpoint.kind == CheckpointKind::every
-                                          ? ceil_div(m.num_layers, w.checkpoint.every)
-                                          : m.num_layers;
+    // Frozen layers' casts are not cached (their weights need no grad).
+    const std::uint64_t frozen = std::min(w.freeze.layers, m.num_layers);
+    const auto count = [&](std::uint64_t n) {
+      return w.checkpoint.kind == CheckpointKind::every ? ceil_div(n, w.checkpoint.every) : n;
+    };
+    const std::uint64_t ckpt_layers = count(m.num_layers) - count(frozen);
     // Under LoRA only the trainable adapters are cast leaves that autocast caches.
     const std::uint64_t cast = c.frozen ? lora_layer_params(c) : layer_linear_params(m);
     for (Inventory* inv : {&p.loss_forward, &p.forward_extra}) {

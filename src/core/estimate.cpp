@@ -174,21 +174,56 @@ struct Train {
   std::uint64_t r_full = 0;
   std::uint64_t r_ckpt = 0;
   std::uint64_t r_model = 0;
+  // --freeze: the bottom `frozen` layers keep a_frozen (what input
+  // gradients need); below `graph_from` autograd records nothing at all,
+  // because nothing beneath them needs a gradient.
+  std::uint64_t a_frozen = 0;
+  std::uint64_t r_frozen = 0;
+  std::uint64_t frozen = 0;
+  std::uint64_t graph_from = 0;
+  // The layer at graph_from when its input needs no gradient (no
+  // checkpointing above frozen embeddings): its input norm keeps less.
+  bool first = false;
+  std::uint64_t a_first = 0;
+  std::uint64_t r_first = 0;
 };
 
-// Activations stored by layers 0 … i together: a checkpointed layer keeps
-// its input, the others everything.
+// Layers lo … hi−1 of one kind: checkpointed ones keep `ckpt`, the others `each`.
+std::uint64_t span_bytes(const Checkpointing& c, std::uint64_t lo, std::uint64_t hi, std::uint64_t each,
+                         std::uint64_t ckpt) {
+  if (hi <= lo) return 0;
+  const std::uint64_t kept_inputs = checkpointed_count(c, hi) - checkpointed_count(c, lo);
+  return checked_add(checked_mul(kept_inputs, ckpt), checked_mul(hi - lo - kept_inputs, each));
+}
+
+// One value per kind of layer: bytes stored, or their allocator rounding.
+struct LayerValues {
+  std::uint64_t full;    // trainable, nothing recomputed
+  std::uint64_t frozen;  // frozen, passing gradients down
+  std::uint64_t ckpt;    // checkpointed: the layer's input
+  std::uint64_t first;   // the lowest recorded layer when its input needs no gradient
+};
+
+// Layers 0 … i together: a checkpointed layer keeps its input, a frozen one
+// what input gradients need, the others everything; layers below
+// graph_from keep nothing.
+std::uint64_t through(const Train& t, std::uint64_t i, const LayerValues& v) {
+  const std::uint64_t n = i + 1;
+  const Checkpointing& c = t.w.checkpoint;
+  const std::uint64_t first = t.first && n > t.graph_from ? v.first : 0;
+  const std::uint64_t lo = std::max(t.frozen, t.graph_from) + (t.first ? 1 : 0);
+  return checked_add(first, checked_add(span_bytes(c, t.graph_from, std::min(n, t.frozen), v.frozen, v.ckpt),
+                                        span_bytes(c, lo, n, v.full, v.ckpt)));
+}
+
+// Activations stored by layers 0 … i together.
 std::uint64_t stored_through(const Train& t, std::uint64_t i) {
-  const std::uint64_t layers = i + 1;
-  const std::uint64_t kept_inputs = checkpointed_count(t.w.checkpoint, layers);
-  return checked_add(checked_mul(kept_inputs, t.a_ckpt), checked_mul(layers - kept_inputs, t.a_full));
+  return through(t, i, {t.a_full, t.a_frozen, t.a_ckpt, t.a_first});
 }
 
 // The allocator rounding of those activations.
 std::uint64_t rounding_through(const Train& t, std::uint64_t i) {
-  const std::uint64_t layers = i + 1;
-  const std::uint64_t kept_inputs = checkpointed_count(t.w.checkpoint, layers);
-  return checked_add(checked_mul(kept_inputs, t.r_ckpt), checked_mul(layers - kept_inputs, t.r_full));
+  return through(t, i, {t.r_full, t.r_frozen, t.r_ckpt, t.r_first});
 }
 
 // ---- transients --------------------------------------------------------------
@@ -324,23 +359,30 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   std::uint64_t worst_layer = 0;
   std::uint64_t worst_total = 0;
   std::uint64_t worst_produced = 0;
-  for (std::uint64_t step = 0; step < L; ++step) {
+  std::uint64_t new_grads = 0;
+  // Backward stops at the lowest layer autograd recorded.
+  const std::uint64_t walked = L - std::min(L, t.graph_from);
+  for (std::uint64_t step = 0; step < walked; ++step) {
     const std::uint64_t i = L - 1 - step;
-    produced = core::add_inline(produced, t.params.per_layer);
+    const bool trainable = i >= t.frozen;
     const bool recomputed = checkpointed(w.checkpoint, i);
-    // grads_live(produced) − the gradients already in `base`.
-    const std::uint64_t new_grads = grads_persist ? 0 : produced_grads.value();
+    const std::uint64_t layer = t.first && i == t.graph_from ? t.a_first : trainable ? t.a_full : t.a_frozen;
+    if (trainable) {
+      produced = core::add_inline(produced, t.params.per_layer);
+      // grads_live(produced) − the gradients already in `base`.
+      new_grads = grads_persist ? 0 : produced_grads.value();
+      produced_grads.next();
+    }
     const std::uint64_t total = core::add_inline(
-        fixed, core::add_inline(stored, core::add_inline(new_grads, recomputed ? t.a_full : 0)));
+        fixed, core::add_inline(stored, core::add_inline(new_grads, recomputed ? layer : 0)));
     if (step == 0 || total > worst_total) {
       worst_total = total;
       worst_layer = i;
       worst_produced = produced;
     }
-    stored -= recomputed ? t.a_ckpt : t.a_full;  // stored_through(t, i - 1)
-    produced_grads.next();
+    stored -= recomputed ? t.a_ckpt : layer;  // stored_through(t, i - 1)
   }
-  if (L > 0) {
+  if (walked > 0) {
     Moment& b = add_moment(out, "backward, layer", base, t.prof.layer_backward);
     b.numbered = true;
     b.layer = worst_layer;
@@ -348,11 +390,12 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
     b.activation_rounding = checked_add(rounding_through(t, worst_layer), t.r_model);
     b.live[idx(Component::gradients)] = grads_live(worst_produced);
     if (checkpointed(w.checkpoint, worst_layer)) {
-      b.transient.append(t.prof.layer, [](core::TensorEntry& r) {
-        r.id = "recompute." + r.id;
-        r.label = "recomputed: " + r.label;
-        r.source = "torch/utils/checkpoint.py (the layer is re-run for its backward); " + r.source;
-      });
+      b.transient.append(
+          worst_layer >= t.frozen ? t.prof.layer : t.prof.frozen_layer, [](core::TensorEntry& r) {
+            r.id = "recompute." + r.id;
+            r.label = "recomputed: " + r.label;
+            r.source = "torch/utils/checkpoint.py (the layer is re-run for its backward); " + r.source;
+          });
     }
     b.transient.append(zero3_bwd);
   }
@@ -729,7 +772,20 @@ Branch activations_branch(const Train& t, Detail d) {
   Branch embedding(d);
   embedding.entries(t.prof.model, 1);
   act.branch(std::move(embedding), [] { return NodeText{"embedding", "embedding-level tensors"}; });
-  const std::uint64_t n_full = t.m.num_layers - t.n_ckpt;
+  const Checkpointing& c = t.w.checkpoint;
+  const std::uint64_t L = t.m.num_layers;
+  const std::uint64_t lo = std::max(t.frozen, t.graph_from) + (t.first ? 1 : 0);
+  const std::uint64_t n_full =
+      L - std::min(L, lo) - (checkpointed_count(c, L) - checkpointed_count(c, std::min(L, lo)));
+  if (t.first && t.graph_from < L) {
+    Branch layer(d);
+    layer.entries(t.prof.first_layer, 1);
+    act.branch(std::move(layer), [&] {
+      return NodeText{
+          "first_layer",
+          fmt::format("layer {}: its input needs no gradient, so its input norm keeps less", t.graph_from)};
+    });
+  }
   if (n_full > 0) {
     Branch layers(d);
     layers.entries(t.prof.layer, n_full);
@@ -739,6 +795,20 @@ Branch activations_branch(const Train& t, Detail d) {
           return NodeText{"layers", fmt::format("{} decoder layers, everything saved", n_full)};
         },
         n_full);
+  }
+  const std::uint64_t frozen_hi = std::max(std::min(t.frozen, L), t.graph_from);
+  const std::uint64_t n_frozen =
+      frozen_hi - t.graph_from - (checkpointed_count(c, frozen_hi) - checkpointed_count(c, t.graph_from));
+  if (n_frozen > 0) {
+    Branch layers(d);
+    layers.entries(t.prof.frozen_layer, n_frozen);
+    act.branch(
+        std::move(layers),
+        [&] {
+          return NodeText{"frozen_layers",
+                          fmt::format("{} frozen decoder layers: what input gradients need", n_frozen)};
+        },
+        n_frozen);
   }
   if (t.n_ckpt > 0) {
     Branch layers(d);
@@ -804,7 +874,18 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   t.r_full = t.prof.layer.tally().rounding;
   t.r_ckpt = t.prof.checkpointed.tally().rounding;
   t.r_model = t.prof.model.tally().rounding;
-  t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers);
+  t.frozen = std::min(w.freeze.layers, m.num_layers);
+  t.a_frozen = total_bytes(t.prof.frozen_layer);
+  t.r_frozen = t.prof.frozen_layer.tally().rounding;
+  // Frozen embeddings and bottom layers record no graph unless the
+  // embedding output is made to require grad, which transformers does when
+  // gradient checkpointing is on (enable_input_require_grads).
+  const bool input_grads = !w.freeze.embeddings || w.checkpoint.kind != CheckpointKind::none;
+  t.graph_from = input_grads ? 0 : t.frozen;
+  t.n_ckpt = checkpointed_count(w.checkpoint, m.num_layers) - checkpointed_count(w.checkpoint, t.graph_from);
+  t.first = !t.prof.first_layer.empty() && t.graph_from < m.num_layers;
+  t.a_first = total_bytes(t.prof.first_layer);
+  t.r_first = t.prof.first_layer.tally().rounding;
 
   out.set(Component::activations, activations_branch(t, d));
   Branch logits(d);
@@ -1172,11 +1253,14 @@ Totals assemble(Builder& out, const ModelSpec& model, const Workload& w) {
   const ModelSpec& m = rank_model(model, w, shard);
   const ParamTensorList tensors = parameter_tensor_list(m);
   const ParameterCount pc = count_parameters(tensors, m.num_layers);
-  // What trains: every parameter, or the LoRA adapters of a frozen base.
-  const ParamTensorList adapters = lora_adapter_tensors(m, w);
+  // What trains: every parameter, the unfrozen ones, or the LoRA adapters
+  // of a frozen base.
+  const ParamTensorList trainable = trainable_tensors(m, w);
   const bool lora = w.lora.kind != Adapter::none;
-  const std::span<const ParamTensor> trained = lora ? std::span<const ParamTensor>(adapters) : tensors;
-  const ParameterCount trained_pc = lora ? count_parameters(adapters, m.num_layers) : pc;
+  const bool subset = lora || w.freeze.any();
+  const std::span<const ParamTensor> trained = subset ? std::span<const ParamTensor>(trainable) : tensors;
+  const std::uint64_t trained_layers = m.num_layers - (lora ? 0 : std::min(w.freeze.layers, m.num_layers));
+  const ParameterCount trained_pc = subset ? count_parameters(trainable, trained_layers) : pc;
   std::uint64_t ddp_buckets = 0;
   model_states(out, m, tensors, pc, trained, trained_pc, w, ddp_buckets);
   out.set(Component::runtime_overhead, overhead_branch(w, out.detail));

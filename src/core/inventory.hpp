@@ -340,7 +340,9 @@ struct ActivationProfile {
         loss_forward(detail),
         loss_backward(detail),
         layer_backward(detail),
-        forward_extra(detail) {}
+        forward_extra(detail),
+        frozen_layer(detail),
+        first_layer(detail) {}
 
   Inventory layer;          ///< one decoder layer, nothing recomputed
   Inventory checkpointed;   ///< what a checkpointed layer keeps (its input)
@@ -353,6 +355,13 @@ struct ActivationProfile {
   std::uint64_t loss_backward_freed = 0;
   Inventory layer_backward;  ///< transient: a layer's largest gradient working set
   Inventory forward_extra;   ///< transient: buffers live through the forward (masks)
+  /// --freeze: a frozen decoder layer that still passes gradients down
+  /// (what input gradients need only); empty without frozen layers.
+  Inventory frozen_layer;
+  /// The lowest layer autograd records when its input needs no gradient
+  /// (frozen embeddings and no checkpointing: LoRA, --freeze): its input
+  /// norm keeps only what its weight's gradient needs. Empty otherwise.
+  Inventory first_layer;
   /// Tree mode only (empty in totals mode).
   std::vector<std::pair<std::string, std::string>> assumptions;
   std::vector<std::string> notes;  ///< tree mode only

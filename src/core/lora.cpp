@@ -40,10 +40,38 @@ ParamTensorList lora_adapter_tensors(const ModelSpec& m, const Workload& w) {
   return out;
 }
 
+ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w) {
+  if (w.lora.kind != Adapter::none) return lora_adapter_tensors(m, w);
+  const ParamTensorList all = parameter_tensor_list(m);
+  if (!w.freeze.any()) return all;
+  // A tied output layer is the embedding: freezing either freezes both.
+  const bool embeddings = w.freeze.embeddings || (m.tie_word_embeddings && w.freeze.lm_head);
+  ParamTensorList out;
+  for (ParamTensor t : all) {
+    switch (t.scope) {
+      case ParamScope::embedding:
+      case ParamScope::position_embedding:
+        if (embeddings) continue;
+        break;
+      case ParamScope::lm_head:
+        if (w.freeze.lm_head) continue;
+        break;
+      case ParamScope::layer:
+        // count is a multiple of the layers (two norms per layer are one kind)
+        t.count = t.count / m.num_layers * (m.num_layers - w.freeze.layers);
+        if (t.count == 0) continue;
+        break;
+      case ParamScope::final_norm:
+        break;
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
 std::uint64_t trainable_parameters(const ModelSpec& m, const Workload& w) {
-  if (w.lora.kind == Adapter::none) return count_parameters(m).total;
   std::uint64_t n = 0;
-  for (const ParamTensor& t : lora_adapter_tensors(m, w)) n = checked_add(n, t.total());
+  for (const ParamTensor& t : trainable_tensors(m, w)) n = checked_add(n, t.total());
   return n;
 }
 

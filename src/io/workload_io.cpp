@@ -156,6 +156,48 @@ std::uint8_t parse_lora_targets(std::string_view text, const std::string& origin
   return bits;
 }
 
+// --freeze: a comma list of embeddings, lm_head and layers:0-K (the bottom
+// K+1 decoder layers).
+Freeze parse_freeze(std::string_view text, const std::string& origin) {
+  Freeze f;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    if (item == "embeddings") {
+      f.embeddings = true;
+    } else if (item == "lm_head") {
+      f.lm_head = true;
+    } else if (item.starts_with("layers:")) {
+      const std::string_view range = item.substr(7);
+      const std::size_t dash = range.find('-');
+      std::uint64_t lo = 0;
+      std::uint64_t hi = 0;
+      const auto parse = [](std::string_view t, std::uint64_t& v) {
+        const auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+        return ec == std::errc() && p == t.data() + t.size() && !t.empty();
+      };
+      if (dash == std::string_view::npos || !parse(range.substr(0, dash), lo) ||
+          !parse(range.substr(dash + 1), hi) || hi < lo) {
+        throw InputError(origin,
+                         fmt::format("expected layers:FIRST-LAST, e.g. layers:0-15, got \"{}\"", item));
+      }
+      if (lo != 0) {
+        throw InputError(origin, fmt::format("{}: freezing layers above the bottom ones is not modelled yet; "
+                                             "freeze layers:0-{} or fewer",
+                                             item, hi));
+      }
+      f.layers = hi + 1;
+    } else {
+      const std::vector<std::string> known = {"embeddings", "lm_head", "layers:0-"};
+      throw InputError(origin, fmt::format("unknown part \"{}\"{} (choose embeddings, lm_head, layers:0-K)",
+                                           item, io::did_you_mean(item, known)));
+    }
+    start = comma + 1;
+  }
+  return f;
+}
+
 // A share of the GPU's memory in (0, 1], kept in parts per million.
 std::uint64_t parse_utilization(std::string_view text, const std::string& origin) {
   double value = 0;
@@ -362,6 +404,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "lora_targets",
                                                 "lora_dtype",
                                                 "lora_dropout",
+                                                "freeze",
                                                 "quant",
                                                 "quant_lm_head",
                                                 "engine",
@@ -412,6 +455,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
     return put(in.lora_dtype, t, origin);
   }
   if (key == "lora_dropout") return put(in.lora_dropout, parse_probability(text, origin), origin);
+  if (key == "freeze") return put(in.freeze, parse_freeze(text, origin), origin);
   if (key == "batch") return put(in.batch, parse_integer(text, origin, true), origin);
   if (key == "grad_accum") return put(in.grad_accum, parse_integer(text, origin, true), origin);
   if (key == "seq") return put(in.seq, parse_integer(text, origin, true), origin);
@@ -858,6 +902,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.lora_targets, top.lora_targets);
   take(base.lora_dtype, top.lora_dtype);
   take(base.lora_dropout, top.lora_dropout);
+  take(base.freeze, top.freeze);
   take(base.batch, top.batch);
   take(base.grad_accum, top.grad_accum);
   take(base.seq, top.seq);
@@ -923,6 +968,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
   train_only(in.loss, "the loss implementation");
+  train_only(in.freeze, "--freeze");
   if (in.quant && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
     conflict(in.quant->origin,
              "quantized weights are modelled for serving (--mode infer) and for QLoRA's base (--mode qlora)");
@@ -987,6 +1033,19 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                "mixed-fp32-grads (its default), mixed or pure");
     }
     if (in.adapter) resolve_lora(model, r, in);
+    if (in.freeze) {
+      if (in.adapter) {
+        conflict(in.freeze->origin, "LoRA freezes the whole base already; --freeze is for full fine-tuning");
+      }
+      if (w.framework != Framework::hf) {
+        conflict(in.freeze->origin, "--freeze is modelled for --framework hf");
+      }
+      w.freeze = in.freeze->value;
+      if (w.freeze.layers > model.num_layers) {
+        conflict(in.freeze->origin,
+                 fmt::format("{} has {} layers, 0-{}", model.name, model.num_layers, model.num_layers - 1));
+      }
+    }
     w.optimizer = pick(in.optimizer, Optimizer::adamw, "optimizer");
     w.grad_accum = pick(in.grad_accum, std::uint64_t{1}, "grad_accum");
     // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on.

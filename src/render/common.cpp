@@ -36,6 +36,15 @@ std::string lora_targets_text(std::uint8_t targets) {
   return out;
 }
 
+std::string freeze_text(const Freeze& f) {
+  std::string out;
+  auto add = [&out](const std::string& part) { out += (out.empty() ? "" : ",") + part; };
+  if (f.embeddings) add("embeddings");
+  if (f.layers > 0) add(fmt::format("layers:0-{}", f.layers - 1));
+  if (f.lm_head) add("lm_head");
+  return out;
+}
+
 std::string_view mode_text(const Workload& w) {
   if (w.lora.kind == Adapter::lora) return "lora";
   if (w.lora.kind == Adapter::qlora) return "qlora";
@@ -79,11 +88,12 @@ std::string workload_line(const Workload& w) {
         w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
   }
   return fmt::format(
-      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}, dp {}, zero {}", w.batch,
+      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}, dp {}, zero {}", w.batch,
       w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "", name_of(w.dtype),
       name_of(w.precision), name_of(w.optimizer), name_of(w.framework), name_of(w.attention),
       checkpoint_text(w.checkpoint),
-      w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
+      w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
+      w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", w.dp, w.zero);
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

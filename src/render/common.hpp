@@ -18,6 +18,9 @@ namespace vramcalc::render_detail {
 /// LoRA's targets as --lora-targets takes them: "all-linear", "attn", "q,v".
 [[nodiscard]] std::string lora_targets_text(std::uint8_t targets);
 
+/// --freeze as it takes it: "embeddings,layers:0-15,lm_head"; "" for none.
+[[nodiscard]] std::string freeze_text(const Freeze& f);
+
 /// The mode as --mode takes it: infer, train, lora or qlora.
 [[nodiscard]] std::string_view mode_text(const Workload& w);
 

@@ -76,6 +76,7 @@ json workload_json(const PlanResult& p) {
                        : json(nullptr);
   const bool lora = w.lora.kind != Adapter::none;
   j["precision"] = train && !lora ? json(std::string(name_of(w.precision))) : json(nullptr);
+  j["freeze"] = w.freeze.any() ? json(render_detail::freeze_text(w.freeze)) : json(nullptr);
   j["lora"] = lora ? json({{"rank", w.lora.rank},
                            {"targets", render_detail::lora_targets_text(w.lora.targets)},
                            {"dtype", std::string(name_of(w.lora.dtype))},

@@ -150,6 +150,19 @@ std::vector<Settings> grid() {
     out.push_back({{"mode", "train"}, {"optimizer", optimizer}});
     out.push_back({{"mode", "qlora"}, {"optimizer", optimizer}, {"lora_rank", "64"}});
   }
+  // --freeze: embeddings, bottom layers and the head, with and without checkpointing.
+  for (const char* freeze :
+       {"embeddings", "layers:0-1", "embeddings,layers:0-0", "embeddings,layers:0-1,lm_head", "lm_head"}) {
+    for (const char* checkpoint : {"none", "full", "every:2"}) {
+      for (const char* precision : {"amp", "pure"}) {
+        out.push_back({{"mode", "train"},
+                       {"freeze", freeze},
+                       {"checkpoint", checkpoint},
+                       {"precision", precision},
+                       {"seq", "64"}});
+      }
+    }
+  }
   // LoRA and QLoRA: targets, adapter dtypes, dropout, checkpointing.
   for (const char* mode : {"lora", "qlora"}) {
     for (const char* targets : {"q,v", "all-linear", "o,down"}) {

@@ -133,3 +133,54 @@ TEST_CASE("paged optimizers keep large tensors' states in unified memory (host)"
       test::workload(m, {{"mode", "lora"}, {"lora_rank", "16"}, {"optimizer", "paged-adamw-8bit"}});
   CHECK(estimate(m, lora).host_bytes == 0);
 }
+
+TEST_CASE("freeze: frozen parts get no gradients; frozen bottom layers keep nothing", "[freeze]") {
+  // Tiny Llama: 496 parameters per layer, embeddings 80, lm_head 80, final norm 8.
+  const Settings pure = {{"mode", "train"}, {"precision", "pure"}, {"seq", "3"}};
+  auto with = [&](std::initializer_list<std::pair<std::string, std::string>> extra) {
+    std::vector<std::pair<std::string, std::string>> all(pure);
+    all.insert(all.end(), extra.begin(), extra.end());
+    WorkloadInput in;
+    for (const auto& [k, v] : all) set_from_text(in, k, v, "--" + k);
+    return resolve(tiny(), in).workload;
+  };
+  const Workload all = with({{"freeze", "embeddings,layers:0-0,lm_head"}});
+  CHECK(trainable_parameters(tiny(), all) == 496 + 8);
+  const Budget b = estimate(tiny(), all);
+  CHECK(test::component(b, Component::gradients) == (496 + 8) * 2);
+  CHECK(test::component(b, Component::optimizer_states) == 2 * (496 + 8) * 2);
+  // Layer 0 records nothing; layer 1's input needs no gradient, so its input
+  // norm keeps only the normalised output (T·h fp32 and T fp32 less).
+  const core::ActivationProfile p = core::hf_profile(tiny(), all);
+  const std::uint64_t full = core::total_bytes(p.layer);
+  CHECK(core::total_bytes(p.first_layer) == full - (3 * 8 * 4 + 3 * 4));
+  CHECK(test::component(b, Component::activations) ==
+        core::total_bytes(p.model) + core::total_bytes(p.first_layer));
+  // Trainable embeddings: the frozen layer keeps what input gradients need.
+  const Workload layers = with({{"freeze", "layers:0-0"}});
+  const core::ActivationProfile q = core::hf_profile(tiny(), layers);
+  CHECK(core::total_bytes(q.frozen_layer) < core::total_bytes(q.layer));
+  CHECK(test::component(estimate(tiny(), layers), Component::activations) ==
+        core::total_bytes(q.model) + core::total_bytes(q.frozen_layer) + core::total_bytes(q.layer));
+  // With checkpointing transformers makes the embedding output require grad:
+  // every layer keeps its input.
+  const Workload ckpt = with({{"freeze", "embeddings,layers:0-0"}, {"checkpoint", "full"}});
+  const core::ActivationProfile r = core::hf_profile(tiny(), ckpt);
+  CHECK(test::component(estimate(tiny(), ckpt), Component::activations) ==
+        core::total_bytes(r.model) + 2 * core::total_bytes(r.checkpointed));
+}
+
+TEST_CASE("freeze: bad parts are rejected", "[freeze]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto rejects = [&](Settings s, const std::string& origin, const std::string& words) {
+    test::check_rejects(m, s, origin, words);
+  };
+  rejects({{"mode", "train"}, {"freeze", "embedings"}}, "--freeze", "did you mean \"embeddings\"");
+  rejects({{"mode", "train"}, {"freeze", "layers:4-8"}}, "--freeze", "above the bottom ones");
+  rejects({{"mode", "train"}, {"freeze", "layers:0-40"}}, "--freeze", "32 layers");
+  rejects({{"mode", "train"}, {"freeze", "layers:x"}}, "--freeze", "layers:FIRST-LAST");
+  rejects({{"freeze", "embeddings"}}, "--freeze", "--mode train");
+  rejects({{"mode", "lora"}, {"freeze", "embeddings"}}, "--freeze", "LoRA freezes");
+  rejects({{"mode", "train"}, {"framework", "megatron"}, {"freeze", "lm_head"}}, "--freeze",
+          "--framework hf");
+}
