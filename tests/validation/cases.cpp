@@ -89,6 +89,12 @@ PlanRequest cpu_request(const json& c, const std::string& name) {
     set("checkpoint", c["checkpoint"].get<std::string>());
     set("optimizer", c["optimizer"].get<std::string>());
   }
+  if (c["kind"] == "freeze") {
+    set("mode", "train");
+    set("precision", fp32 ? "fp32" : "pure");
+    set("checkpoint", c["checkpoint"].get<std::string>());
+    set("freeze", c["freeze"].get<std::string>());
+  }
   if (c["kind"] == "lora") {
     set("mode", c["mode"].get<std::string>());
     set("checkpoint", c["checkpoint"].get<std::string>());
@@ -129,7 +135,7 @@ void add_train_case(Evaluation& out, const json& c, const std::string& id) {
   auto component = [&b](Component x) { return b.components[static_cast<std::size_t>(x)]; };
   const std::uint64_t params = count_parameters(m).total;
 
-  auto exact = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted) {
+  auto exact = [&](const std::string& kind, std::uint64_t measured, std::uint64_t predicted) {
     Comparison x;
     x.case_id = id;
     x.kind = kind;
@@ -141,14 +147,17 @@ void add_train_case(Evaluation& out, const json& c, const std::string& id) {
   const std::uint64_t p_bytes = meas["parameter_bytes"].get<std::uint64_t>();
   const std::uint64_t g_bytes = meas["gradient_bytes"].get<std::uint64_t>();
   const std::uint64_t o_bytes = meas["optimizer_state_bytes"].get<std::uint64_t>();
-  const bool lora = c["kind"] == "lora";
+  const bool lora = c["kind"] == "lora" || c["kind"] == "freeze";
+  // Kinds of comparison: "LoRA: gradients", "freeze: gradients", or the plain ones.
+  const std::string prefix = c["kind"] == "lora" ? "LoRA: " : (c["kind"] == "freeze" ? "freeze: " : "");
   // The 4-bit stand-in has no quantisation state; QLoRA's weight bytes are
   // checked against real checkpoints (published.jsonl) instead.
-  if (!lora || c["mode"] == "lora")
-    exact(lora ? "LoRA: parameters" : "parameters", p_bytes, component(Component::weights));
+  if (!lora || c.value("mode", "") != "qlora") {
+    exact(prefix + "parameters", p_bytes, component(Component::weights));
+  }
   if (lora) {
-    exact("LoRA: gradients", g_bytes, component(Component::gradients));
-    exact("LoRA: optimizer states", o_bytes, component(Component::optimizer_states));
+    exact(prefix + "gradients", g_bytes, component(Component::gradients));
+    exact(prefix + "optimizer states", o_bytes, component(Component::optimizer_states));
   } else {
     exact("gradients", g_bytes, component(Component::gradients));
     exact("optimizer states", o_bytes, component(Component::optimizer_states));
@@ -170,20 +179,40 @@ void add_train_case(Evaluation& out, const json& c, const std::string& id) {
     // checkpoints' closures keep alive.
     embedding_level += 2 * w.seq * m.head_dim * bits_of(core::dtypes_of(w).residual) / 8;
   }
-  Comparison* e =
-      exact(lora ? "LoRA: embedding level" : "embedding level", embedding_level, core::total_bytes(p.model));
+  Comparison* e = exact(prefix + "embedding level", embedding_level, core::total_bytes(p.model));
   e->tolerance = 0.02;
+  // What each layer keeps: nothing below the lowest layer autograd records
+  // (frozen embeddings and layers, no checkpointing), less in that layer's
+  // input norm when its input needs no gradient, the frozen profile in
+  // frozen layers, everything (or the checkpoint's input) elsewhere.
+  const bool embeddings_frozen = w.lora.kind != Adapter::none || w.freeze.embeddings;
+  const std::uint64_t graph_from =
+      embeddings_frozen && w.checkpoint.kind == CheckpointKind::none ? w.freeze.layers : 0;
   for (std::uint64_t layer = 0; layer < m.num_layers; ++layer) {
     const bool ckpt = w.checkpoint.kind == CheckpointKind::full ||
                       (w.checkpoint.kind == CheckpointKind::every && layer % w.checkpoint.every == 0);
+    // LoRA without checkpointing: layer 0's input needs no gradient, so it
+    // keeps less (which of q, k, v do depends on the adapters); vramcalc
+    // counts it like the others, an upper bound (docs/formulas.md, LoRA).
+    if (w.lora.kind != Adapter::none && w.checkpoint.kind == CheckpointKind::none && layer == 0) {
+      if (scope["layer.0"] > core::total_bytes(p.layer))
+        throw std::runtime_error(id + ": layer 0 above the bound");
+      continue;
+    }
+    std::uint64_t predicted = core::total_bytes(ckpt ? p.checkpointed : p.layer);
+    if (layer < graph_from) {
+      predicted = 0;
+    } else if (layer == graph_from && !p.first_layer.empty()) {
+      predicted = core::total_bytes(p.first_layer);
+    } else if (layer < w.freeze.layers && !ckpt) {
+      predicted = core::total_bytes(p.frozen_layer);
+    }
     Comparison* a =
-        exact(lora ? "LoRA: activations per layer" : "activations per layer",
-              scope["layer." + std::to_string(layer)], core::total_bytes(ckpt ? p.checkpointed : p.layer));
+        exact(prefix + "activations per layer", scope["layer." + std::to_string(layer)], predicted);
     a->tolerance = 0.02;
     if (!lora) a->korthikanti = korthikanti_layer(m, w, ckpt);
   }
-  Comparison* h =
-      exact(lora ? "LoRA: logits and loss" : "logits and loss", scope["head"], core::total_bytes(p.head));
+  Comparison* h = exact(prefix + "logits and loss", scope["head"], core::total_bytes(p.head));
   h->tolerance = 0.02;
 }
 

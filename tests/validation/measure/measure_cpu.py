@@ -242,6 +242,7 @@ def lora_case(config, mode, targets, rank, adapter_dtype_name, p, batch, seq, ch
     n = config["num_hidden_layers"]
     if checkpoint == "full":
         model.checkpointed = set(range(n))
+        models.enable_input_require_grads(model)
     torch.manual_seed(1)
     input_ids = torch.randint(0, config["vocab_size"], (batch, seq))
     labels = input_ids.clone()
@@ -267,6 +268,48 @@ def lora_case(config, mode, targets, rank, adapter_dtype_name, p, batch, seq, ch
     }
 
 
+def freeze_case(config, dtype_name, freeze, checkpoint):
+    """A full fine-tuning step with parts frozen (vramcalc --freeze): no
+    gradients for them; with checkpointing, transformers makes the embedding
+    output require grad (enable_input_require_grads)."""
+    model = build(config, DTYPES[dtype_name])
+    n = config["num_hidden_layers"]
+    parts = freeze.split(",")
+    frozen_layers = 0
+    for part in parts:
+        if part.startswith("layers:0-"):
+            frozen_layers = int(part[len("layers:0-"):]) + 1
+    if "embeddings" in parts:
+        model.embed_tokens.weight.requires_grad_(False)
+    if "lm_head" in parts:
+        model.lm_head.weight.requires_grad_(False)
+    for i in range(frozen_layers):
+        for param in model.layers[i].parameters():
+            param.requires_grad_(False)
+    if checkpoint == "full":
+        model.checkpointed = set(range(n))
+        models.enable_input_require_grads(model)
+    torch.manual_seed(1)
+    input_ids = torch.randint(0, config["vocab_size"], (2, 64))
+    labels = input_ids.clone()
+    trainable = [q for q in model.parameters() if q.requires_grad]
+    opt = torch.optim.AdamW(trainable)
+    loss, inventory = saved_inventory(model, input_ids, labels)
+    loss.backward()
+    opt.step()
+    state = [t for s in opt.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    return {
+        "kind": "freeze", "config": config, "dtype": dtype_name, "batch": 2, "seq": 64, "checkpoint": checkpoint,
+        "optimizer": "adamw", "freeze": freeze,
+        "measured": {
+            "parameter_bytes": tensor_bytes(model.parameters()),
+            "gradient_bytes": tensor_bytes(q.grad for q in trainable),
+            "optimizer_state_bytes": tensor_bytes(state),
+            "saved": inventory,
+        },
+    }
+
+
 def lora_cases():
     for mode in ("lora", "qlora"):
         for adapter_dtype in ("bf16", "fp32"):
@@ -276,6 +319,10 @@ def lora_cases():
                                                             "none")
             yield lambda m=mode, a=adapter_dtype: lora_case(LLAMA_MHA, m, tuple(models.LORA_TARGETS), 4, a, 0.0, 2,
                                                             64, "full")
+    for dtype in ("fp32", "bf16"):
+        for freeze, checkpoint in (("embeddings,layers:0-0", "none"), ("layers:0-1", "none"),
+                                   ("embeddings,layers:0-1,lm_head", "full"), ("lm_head", "none")):
+            yield lambda d=dtype, f=freeze, k=checkpoint: freeze_case(LLAMA, d, f, k)
 
 
 def cases():

@@ -427,7 +427,11 @@ def apply_lora(model, targets, rank, adapter_dtype, p, qlora, compute_dtype):
         for param in model.parameters():
             if param.dtype in (torch.float16, torch.bfloat16) and not param.requires_grad:
                 param.data = param.data.float()
-    # enable_input_require_grads: the embedding output requires grad, so the
-    # (reentrant) checkpoints of the layers see an input that does.
-    model.embed_tokens.register_forward_hook(lambda module, inp, out: out.requires_grad_(True))
     return model
+
+
+def enable_input_require_grads(model):
+    """transformers' enable_input_require_grads: the embedding output requires
+    grad, so the (reentrant) checkpoints of the layers see an input that
+    does. PEFT calls it when gradient checkpointing is on."""
+    model.embed_tokens.register_forward_hook(lambda module, inp, out: out.requires_grad_(True))
