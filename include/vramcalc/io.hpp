@@ -74,6 +74,7 @@ struct WorkloadInput {
   std::optional<Given<CacheImpl>> cache;
   std::optional<Given<std::string>> draft;  ///< a preset name or a config.json path
   std::optional<Given<std::uint64_t>> gpu_layers;
+  std::optional<Given<std::uint64_t>> ubatch;
   std::optional<Given<std::uint64_t>> gpu_memory_utilization;  ///< parts per million
   std::optional<Given<std::uint64_t>> max_num_batched_tokens;
   std::optional<Given<std::uint64_t>> max_num_seqs;

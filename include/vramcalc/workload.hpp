@@ -179,6 +179,9 @@ struct Workload {
   /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,
   /// then blocks from the last; num_layers + 1 offloads everything.
   std::uint64_t gpu_layers = 0;
+  /// llama.cpp's --ubatch-size: tokens per compute graph, which sizes its
+  /// compute buffer (default 512).
+  std::uint64_t ubatch = 0;
   VllmConfig vllm;  ///< --engine vllm only
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;

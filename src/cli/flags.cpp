@@ -49,6 +49,10 @@ constexpr FlagSpec k_flags[] = {
     {"gpu_layers", "--gpu-layers",
      "llama.cpp's --n-gpu-layers: the output layer and the last N-1 blocks on the GPU, the rest and their KV "
      "cache in host memory (default: all, layers + 1)"},
+    {"ubatch", "--ubatch",
+     "llama.cpp's --ubatch-size: tokens per compute graph, which sizes its compute buffer (default 512, at "
+     "most "
+     "n_batch 2048)"},
     {"engine", "--engine",
      "serving engine: hf (transformers generate, --cache dynamic or static) | llamacpp (llama.cpp with a "
      "GGUF file, "

@@ -900,11 +900,40 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   return training_moments(t, out.components, ddp_buckets, z3f, z3b);
 }
 
+// llama.cpp's compute buffer: the graph of one micro-batch (--ubatch
+// tokens) reserved at start against the whole cache (llama-context.cpp
+// sched_reserve; ggml-alloc frees each tensor after its last use, so the
+// buffer is the largest live set). Every output is reserved: the logits
+// of the micro-batch and the final norm's output in fp32 (llama-graph.cpp).
+// Without flash attention one layer's KQ scores, [cells, ubatch, heads] in
+// fp32 (softmax reuses them), the fp32 mask copied from the host, and four
+// hidden-wide fp32 activations (the residual, the normalised input, Q and
+// its rope) can be larger. Fitted to seven published logs of 2024-2025
+// builds to the MiB (docs/formulas.md, "Inference engines").
+Inventory llamacpp_compute_buffer(const ModelSpec& m, const Workload& w, std::uint64_t cells, Detail d) {
+  const std::uint64_t nub = std::min(w.ubatch, cells);
+  const std::uint64_t E = m.hidden_size;
+  constexpr std::string_view graph_src = "llama.cpp src/llama-graph.cpp; src/llama-context.cpp sched_reserve";
+  Inventory logits(d);
+  logits.add("compute.logits", "logits of the micro-batch (every token an output at reserve)",
+             checked_mul(m.vocab_size, nub), DType::fp32, "V·ubatch", graph_src);
+  logits.add("compute.final_norm", "final norm output", checked_mul(E, nub), DType::fp32, "h·ubatch",
+             graph_src);
+  if (w.attention == AttentionImpl::flash) return logits;
+  Inventory kq(d);
+  kq.add("compute.kq", "one layer's KQ scores (softmax in place), fp32",
+         checked_product(cells, nub, m.num_attention_heads), DType::fp32, "cells·ubatch·a", graph_src);
+  kq.add("compute.kq_mask", "the fp32 attention mask, copied from the host", checked_mul(cells, nub),
+         DType::fp32, "cells·ubatch", graph_src);
+  kq.add("compute.activations", "four hidden-wide activations: residual, normalised input, Q, roped Q",
+         checked_product(4, E, nub), DType::fp32, "4·h·ubatch", graph_src);
+  return total_bytes(kq) > total_bytes(logits) ? kq : logits;
+}
+
 // llama.cpp (--engine llamacpp): the offloaded blocks' weights and K/V on
 // the GPU (--gpu-layers), token_embd and the other blocks in host memory,
-// K and V of each layer for the padded cells of every sequence. Its compute
-// buffer (a fixed allocation sized for the largest batch) is not modelled
-// yet.
+// K and V of each layer for the padded cells of every sequence, and the
+// compute buffer.
 Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
   const Detail d = out.detail;
   const LlamaCppPlacement where = llamacpp_placement(m, w);
@@ -930,7 +959,18 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
     return fmt::format("llama.cpp cache: {} cells × {} sequences in {} (a {}-value row is {} B)", cells,
                        w.batch, type, width, row);
   });
-  out.assume(Component::transient, [] { return "llama.cpp's compute buffer is not modelled yet"; });
+  // The compute buffer as modelled is the all-on-GPU one; a partial offload
+  // splits it between the backends.
+  const bool all_on_gpu = where.first_gpu_layer == 0 && where.output_on_gpu;
+  const std::uint64_t context_cells = checked_mul(cells, w.batch);
+  Inventory compute = all_on_gpu ? llamacpp_compute_buffer(m, w, context_cells, d) : Inventory(d);
+  out.assume(Component::transient, [&] {
+    return all_on_gpu
+               ? fmt::format("llama.cpp's compute buffer: a graph of {} tokens against {} cells, {}",
+                             std::min(w.ubatch, context_cells), context_cells,
+                             w.attention == AttentionImpl::flash ? "flash attention" : "no flash attention")
+               : std::string("llama.cpp's compute buffer under a partial offload is not modelled yet");
+  });
   if (out.tree()) {
     const ParamTensorList tensors = parameter_tensor_list(m);
     const core::StateParts host = core::host_weight_parts(tensors, m, w, d);
@@ -954,15 +994,17 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
             : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory",
                           where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer,
                           m.num_layers));
-    b.notes.emplace_back(
-        "llama.cpp's compute buffer (sized at start for the largest batch) is not modelled yet");
+    if (!all_on_gpu) {
+      b.notes.emplace_back("llama.cpp's compute buffer under a partial offload is not modelled yet");
+    }
   }
   Moments moments;
   ComponentBytes live{};
   live[idx(Component::weights)] = out.get(Component::weights);
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
-  // llama.cpp allocates the cache with the model, before the first token.
-  add_moment(moments, "load", live, Inventory(d));
+  // llama.cpp allocates the cache and the compute buffer with the model,
+  // before the first token.
+  add_moment(moments, "load", live, std::move(compute));
   return moments;
 }
 
@@ -1226,7 +1268,7 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
     std::uint64_t slack = 0;
     for (std::size_t i = 0; i < k_component_count; ++i) {
       std::uint64_t part = share(rounding[i], live[i], r.components[i]);
-      if (i == idx(Component::transient)) part = mo.transient.tally().rounding;
+      if (i == idx(Component::transient) && caching_allocator) part = mo.transient.tally().rounding;
       if (i == idx(Component::activations) && mo.activation_rounding) part = *mo.activation_rounding;
       slack = checked_add(slack, part);
     }

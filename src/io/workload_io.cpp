@@ -411,6 +411,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "cache",
                                                 "draft",
                                                 "gpu_layers",
+                                                "ubatch",
                                                 "gpu_memory_utilization",
                                                 "max_num_batched_tokens",
                                                 "max_num_seqs",
@@ -473,6 +474,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
                                          io::did_you_mean(text, names), io::join(names)));
   }
   if (key == "gpu_layers") return put(in.gpu_layers, parse_integer(text, origin, false), origin);
+  if (key == "ubatch") return put(in.ubatch, parse_integer(text, origin, true), origin);
   if (key == "engine") return put(in.engine, parse_choice(k_engines, text, origin), origin);
   if (key == "cache") return put(in.cache, parse_choice(k_caches, text, origin), origin);
   if (key == "draft") return put(in.draft, std::string(text), origin);
@@ -525,6 +527,7 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
                                                  "dp",
                                                  "zero",
                                                  "gpu_layers",
+                                                 "ubatch",
                                                  "max_num_seqs",
                                                  "block_size",
                                                  "shared_prefix",
@@ -821,6 +824,9 @@ void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) 
   if (in.gpu_layers && w.engine != Engine::llamacpp) {
     conflict(in.gpu_layers->origin, "--gpu-layers is llama.cpp's layer offload: add --engine llamacpp");
   }
+  if (in.ubatch && w.engine != Engine::llamacpp) {
+    conflict(in.ubatch->origin, "is llama.cpp's --ubatch-size: add --engine llamacpp");
+  }
   if (w.engine != Engine::llamacpp) {
     if (in.kv_block) {
       conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
@@ -851,6 +857,9 @@ void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) 
   // Every block and the output layer unless --gpu-layers says otherwise; a
   // larger count offloads everything, as llama.cpp clamps it.
   w.gpu_layers = std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
+  // llama.cpp's defaults: n_ubatch 512, and never more than n_batch (2048)
+  // (common/common.h; llama-context.cpp clamps n_ubatch to n_batch).
+  w.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
   // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
   // weights have no bearing on it.
   if (!in.kv_dtype) w.kv_dtype = DType::fp16;
@@ -918,6 +927,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.cache, top.cache);
   take(base.draft, top.draft);
   take(base.gpu_layers, top.gpu_layers);
+  take(base.ubatch, top.ubatch);
   take(base.gpu_memory_utilization, top.gpu_memory_utilization);
   take(base.max_num_batched_tokens, top.max_num_batched_tokens);
   take(base.max_num_seqs, top.max_num_seqs);

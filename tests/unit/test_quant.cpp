@@ -241,3 +241,30 @@ TEST_CASE("quant: bitsandbytes 4-bit dequantizes one weight per matmul of more t
   const core::ActivationProfile p = core::hf_profile(m, q);
   CHECK(core::total_bytes(p.layer_backward) == 3ULL * 1024 * 14336 * 4 + 14336ULL * 4096 * 2);
 }
+
+TEST_CASE("llamacpp: the compute buffer of one micro-batch", "[llamacpp]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto buffer = [&](const char* seq, const char* attention) {
+    const Workload w = test::workload(
+        m, {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"seq", seq}, {"attention", attention}});
+    return test::component(estimate(m, w), Component::transient);
+  };
+  constexpr std::uint64_t MiB = 1 << 20;
+  // Flash attention: the logits of 512 tokens and the final norm, fp32:
+  // (128256 + 4096)·512·4 B = 258.5 MiB, whatever the context.
+  CHECK(buffer("8192", "flash") == 517 * MiB / 2);
+  CHECK(buffer("131072", "flash") == 517 * MiB / 2);
+  // Without it, from 4096 cells one layer's scores (cells·512·32 fp32), the
+  // mask (cells·512 fp32) and four 4096-wide activations are larger: 560 MiB
+  // at 8192, as llama.cpp prints for Llama-3.1-8B.
+  CHECK(buffer("8192", "eager") == 560 * MiB);
+  CHECK(buffer("2048", "eager") == 517 * MiB / 2);
+  // A smaller micro-batch shrinks it.
+  const Workload small = test::workload(m, {{"engine", "llamacpp"},
+                                            {"quant", "gguf:Q4_K_M"},
+                                            {"seq", "8192"},
+                                            {"attention", "eager"},
+                                            {"ubatch", "128"}});
+  CHECK(test::component(estimate(m, small), Component::transient) == 140 * MiB);
+  CHECK_THROWS_AS(test::workload(m, {{"ubatch", "256"}}), InputError);
+}
