@@ -376,6 +376,9 @@ Evaluation evaluate_published_cases() {
       if (q.kind == QuantKind::gptq || q.kind == QuantKind::awq) {
         if (q.bits == 4) x.accelerate = params / 2;
       }
+    } else if (quantity == "compute_buffer") {
+      x.kind = "llama.cpp compute buffer (published)";
+      x.predicted = b.components[static_cast<std::size_t>(Component::transient)];
     } else {
       throw std::runtime_error(id + ": unknown quantity " + quantity);
     }
