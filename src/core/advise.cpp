@@ -111,8 +111,8 @@ void zero_levers(const Workload& w, std::vector<Candidate>& out,
                                 "`vramcalc fit --for gpus` finds how many ranks fit");
     return;
   }
-  // LoRA with a sharded frozen base (ZeRO-3 / FSDP) is not modelled.
-  const std::uint32_t last = w.lora.kind == Adapter::none ? 3 : 2;
+  // LoRA or --freeze with a sharded frozen base (ZeRO-3 / FSDP) is not modelled.
+  const std::uint32_t last = w.lora.kind == Adapter::none && !w.freeze.any() ? 3 : 2;
   for (std::uint32_t stage = w.zero + 1; stage <= last; ++stage) {
     const std::string cost =
         stage == 3 ? "1.5× DDP's communication per step (3Ψ instead of 2Ψ), and each layer waits for its "

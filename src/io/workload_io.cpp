@@ -1051,6 +1051,12 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
         conflict(in.freeze->origin, "--freeze is modelled for --framework hf");
       }
       w.freeze = in.freeze->value;
+      const bool zero3 = (in.zero && in.zero->value == 3) || (in.fsdp && in.fsdp->value == 3);
+      if (zero3) {
+        conflict(in.freeze->origin,
+                 "ZeRO-3 / FSDP with frozen parts (gathering parameters that get no "
+                 "gradients) is not modelled yet");
+      }
       if (w.freeze.layers > model.num_layers) {
         conflict(in.freeze->origin,
                  fmt::format("{} has {} layers, 0-{}", model.name, model.num_layers, model.num_layers - 1));

@@ -183,4 +183,6 @@ TEST_CASE("freeze: bad parts are rejected", "[freeze]") {
   rejects({{"mode", "lora"}, {"freeze", "embeddings"}}, "--freeze", "LoRA freezes");
   rejects({{"mode", "train"}, {"framework", "megatron"}, {"freeze", "lm_head"}}, "--freeze",
           "--framework hf");
+  rejects({{"mode", "train"}, {"dp", "4"}, {"zero", "3"}, {"freeze", "embeddings"}}, "--freeze",
+          "not modelled yet");
 }
