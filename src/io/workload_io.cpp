@@ -704,7 +704,7 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
 
 // --draft: the assistant model of transformers' assisted generation, loaded
 // like the target (a preset or a config.json).
-void resolve_draft(const ModelSpec& model, Workload& w, const Given<std::string>& given) {
+void resolve_draft(Workload& w, const Given<std::string>& given) {
   if (w.engine != Engine::hf) {
     conflict(given.origin,
              "a draft model is modelled for --engine hf (transformers' assisted generation) so far");
@@ -719,7 +719,6 @@ void resolve_draft(const ModelSpec& model, Workload& w, const Given<std::string>
     conflict(given.origin, fmt::format("the draft {} has {} positions, fewer than --seq {}", draft.name,
                                        draft.max_position_embeddings, w.seq));
   }
-  (void)model;
   draft.source.clear();
   w.draft = std::move(draft);
 }
@@ -1107,7 +1106,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     } else if (in.cache) {
       conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
     }
-    if (in.draft) resolve_draft(model, w, *in.draft);
+    if (in.draft) resolve_draft(w, *in.draft);
   }
   if (in.quant_lm_head && w.quant.kind == QuantKind::none) {
     conflict(in.quant_lm_head->origin, "applies with --quant only");
