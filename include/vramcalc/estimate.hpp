@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "vramcalc/budget.hpp"
 #include "vramcalc/hardware.hpp"
@@ -55,8 +56,12 @@ struct FitVerdict {
   /// Why it does not fit when peak_device alone would (vLLM's start-up
   /// checks); empty otherwise.
   std::string reason;
+  /// Device memory other processes on the GPU hold at their peaks
+  /// (--colocate); the plan fits in what they leave.
+  std::uint64_t others = 0;
 };
-[[nodiscard]] FitVerdict check_fit(const Budget& budget, const Gpu& gpu);
+/// `others`: what co-resident processes hold on the same GPU.
+[[nodiscard]] FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others = 0);
 
 /// Everything one `vramcalc plan` reports.
 struct PlanResult {
@@ -64,7 +69,16 @@ struct PlanResult {
   ParameterCount parameters;
   Budget budget;
   std::optional<FitVerdict> fit;
+  /// The co-resident processes' plans, each estimated alone (their own
+  /// CUDA context and allocator), in request order.
+  std::vector<PlanResult> colocated;
+  /// Σ colocated peak_device: what they hold at once when their peaks meet.
+  std::uint64_t colocated_device = 0;
+  /// budget.peak_device + colocated_device: the GPU's total when peaks meet.
+  std::uint64_t gpu_total = 0;
 };
+/// The budget, and the verdict on the request's GPU beside its colocated
+/// processes. Throws OverflowError as estimate() does.
 [[nodiscard]] PlanResult plan(PlanRequest request);
 
 }  // namespace vramcalc

@@ -73,6 +73,9 @@ struct WorkloadInput {
   std::optional<Given<Engine>> engine;
   std::optional<Given<CacheImpl>> cache;
   std::optional<Given<std::string>> draft;  ///< a preset name or a config.json path
+  /// Other processes on the same GPU: plan files, presets or config.json
+  /// paths, each estimated on its own (--colocate).
+  std::optional<Given<std::vector<std::string>>> colocate;
   std::optional<Given<std::uint64_t>> gpu_layers;
   std::optional<Given<std::uint64_t>> ubatch;
   std::optional<Given<std::uint64_t>> gpu_memory_utilization;  ///< parts per million
@@ -117,6 +120,12 @@ struct PlanRequest {
   Workload workload;
   std::vector<std::string> defaulted;  ///< workload keys that took their default
   std::optional<Gpu> gpu;
+  /// Other processes sharing the GPU (--colocate), each resolved from its
+  /// own plan with this request's GPU; never nested.
+  std::vector<PlanRequest> colocated;
+  /// Where the request came from: the MODEL argument, or for a colocated
+  /// one its flag or key and entry ("--colocate guard.json").
+  std::string origin;
 };
 
 /// Applies defaults and checks every rule across settings and the model.

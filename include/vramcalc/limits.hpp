@@ -39,8 +39,10 @@ struct Crossing {
 
 /// Every limit `b` crosses, in the order capacity, max_device, min_headroom.
 /// Without a capacity only max_device is checked; over capacity the
-/// headroom is not reported separately.
+/// headroom is not reported separately. `others`: device memory colocated
+/// processes hold beside `b` (capacity and headroom count it; max_device
+/// does not).
 [[nodiscard]] std::vector<Crossing> crossings(const Budget& b, std::optional<std::uint64_t> capacity,
-                                              const Limits& limits);
+                                              const Limits& limits, std::uint64_t others = 0);
 
 }  // namespace vramcalc

@@ -46,6 +46,11 @@ int run_advise(const AdviseOptions& opts) {
                      "advise lowers a peak, and vLLM takes total × --gpu-memory-utilization by design; "
                      "`vramcalc compare --set kv_dtype=bf16,fp8` shows the KV blocks each choice gives");
   }
+  if (!request.colocated.empty()) {
+    throw InputError(flags.colocate ? flags.colocate->origin : "\"colocate\" in the plan file",
+                     "advise does not weigh levers beside colocated processes yet: `vramcalc plan` reports "
+                     "whether they fit together");
+  }
   if (!request.gpu && !limits.max_device) {
     throw InputError("advise", "needs a limit: give --gpu NAME, --gpu-mem SIZE or --max-device SIZE");
   }

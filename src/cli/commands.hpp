@@ -74,8 +74,10 @@ void add_output_flags(CLI::App& app, OutputOptions& opts, unsigned features);
 /// Prints one line per crossed limit to stderr ("does not fit: ...") and
 /// returns k_exit_does_not_fit, or k_exit_ok when none is crossed. `label`
 /// prefixes the lines (a config's name in compare).
-[[nodiscard]] int report_gates(const Budget& b, const std::optional<Gpu>& gpu, const OutputOptions& opts,
-                               const Limits& limits, const std::string& label);
+/// Colocated processes take their share of the capacity first; --max-device
+/// holds this plan's own peak.
+[[nodiscard]] int report_gates(const PlanResult& p, const OutputOptions& opts, const Limits& limits,
+                               const std::string& label);
 
 /// "10%", "12.5%", "0.25%": a share given in basis points.
 [[nodiscard]] std::string percent_text(std::uint32_t basis_points);

@@ -112,7 +112,7 @@ int run_compare(const CompareOptions& opts) {
   print(text);
   int code = k_exit_ok;
   for (const CompareColumn& c : columns) {
-    if (report_gates(c.plan.budget, c.plan.request.gpu, opts.out, limits, c.label) != k_exit_ok) {
+    if (report_gates(c.plan, opts.out, limits, c.label) != k_exit_ok) {
       code = k_exit_does_not_fit;
     }
   }

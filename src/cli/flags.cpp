@@ -87,6 +87,10 @@ constexpr FlagSpec k_flags[] = {
     {"draft", "--draft",
      "hf engine: a draft model for speculative decoding (assisted generation), a preset or a config.json: "
      "its weights and its own cache sit beside the target's"},
+    {"colocate", "--colocate",
+     "other processes on the same GPU: a comma list of plan files, presets or config.json paths, each "
+     "estimated alone with its own workload (its CUDA context included) on this plan's GPU; the GPU must "
+     "hold the sum of their peaks and this plan's"},
     {"precision", "--precision",
      "training regime, bytes per parameter for weights+grads+fp32 master+Adam: fp32 4+4+0+8=16; amp (fp32 "
      "params "

@@ -109,28 +109,43 @@ std::string headroom_text(const Headroom& h, std::uint64_t need) {
 
 }  // namespace
 
-int report_gates(const Budget& b, const std::optional<Gpu>& gpu, const OutputOptions& opts,
-                 const Limits& limits, const std::string& label) {
+int report_gates(const PlanResult& p, const OutputOptions& opts, const Limits& limits,
+                 const std::string& label) {
+  const Budget& b = p.budget;
+  const std::optional<Gpu>& gpu = p.request.gpu;
   std::optional<std::uint64_t> capacity;
   if (gpu) capacity = gpu->capacity_bytes;
+  const std::string beside = p.colocated_device > 0 ? fmt::format(" beside {} GiB of colocated processes",
+                                                                  format_gib(p.colocated_device))
+                                                    : "";
   const std::string who = label.empty() ? "" : label + ": ";
   int code = k_exit_ok;
-  for (const Crossing& c : crossings(b, capacity, limits)) {
+  // vLLM refuses to start for reasons of its own (check_fit): a gate on
+  // the GPU reports that whether or not the peak crosses the capacity.
+  const bool refused = p.fit && !p.fit->fits && !p.fit->reason.empty();
+  if (refused && (opts.check || limits.min_headroom)) {
+    fmt::print(stderr, "vramcalc: {}does not fit on {}: {}\n", who, gpu->id, p.fit->reason);
+    code = k_exit_does_not_fit;
+  }
+  for (const Crossing& c : crossings(b, capacity, limits, p.colocated_device)) {
+    if (refused && c.kind != Crossing::Kind::max_device) continue;  // the reason above says it
     switch (c.kind) {
       case Crossing::Kind::capacity:
         // Over capacity, no headroom is left either: this line says so.
         if (!opts.check && !limits.min_headroom) continue;
-        fmt::print(stderr, "vramcalc: {}does not fit: peak device {} GiB exceeds {}'s {} GiB by {} GiB\n",
-                   who, format_gib(c.actual), gpu->id, format_gib(c.limit), format_gib(c.by));
+        fmt::print(stderr, "vramcalc: {}does not fit: {} {} GiB exceeds {}'s {} GiB by {} GiB\n", who,
+                   p.colocated_device > 0 ? "GPU total with colocated processes" : "peak device",
+                   format_gib(c.actual), gpu->id, format_gib(c.limit), format_gib(c.by));
         break;
       case Crossing::Kind::max_device:
         fmt::print(stderr, "vramcalc: {}over --max-device: peak device {} GiB exceeds {} GiB by {} GiB\n",
                    who, format_gib(c.actual), format_gib(c.limit), format_gib(c.by));
         break;
       case Crossing::Kind::min_headroom:
-        fmt::print(
-            stderr, "vramcalc: {}under --min-headroom: {} GiB free on {}, {} needed, short by {} GiB\n", who,
-            format_gib(c.actual), gpu->id, headroom_text(*limits.min_headroom, c.limit), format_gib(c.by));
+        fmt::print(stderr,
+                   "vramcalc: {}under --min-headroom: {} GiB free on {}{}, {} needed, short by {} GiB\n", who,
+                   format_gib(c.actual), gpu->id, beside, headroom_text(*limits.min_headroom, c.limit),
+                   format_gib(c.by));
         break;
     }
     code = k_exit_does_not_fit;

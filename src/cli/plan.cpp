@@ -71,7 +71,7 @@ int run_plan(const PlanOptions& opts) {
     text += format == Format::json ? "" : render_explain(result);
   }
   print(text);
-  return report_gates(result.budget, result.request.gpu, opts.out, limits, "");
+  return report_gates(result, opts.out, limits, "");
 }
 
 }  // namespace vramcalc::cli

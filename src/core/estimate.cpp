@@ -1343,28 +1343,34 @@ Totals estimate_totals(const ModelSpec& m, const Workload& w) {
   return assemble(out, m, w);
 }
 
-FitVerdict check_fit(const Budget& budget, const Gpu& gpu) {
+FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others) {
   FitVerdict v;
   v.gpu = gpu;
-  v.fits = budget.peak_device <= gpu.capacity_bytes;
-  // capacity − peak, clamped to the int64 range.
+  v.others = others;
+  // Co-resident processes hold their share of the capacity.
+  const std::uint64_t total = checked_add(budget.peak_device, others);
+  v.fits = total <= gpu.capacity_bytes;
+  // capacity − total, clamped to the int64 range.
   constexpr std::uint64_t max = static_cast<std::uint64_t>(INT64_MAX);
   if (v.fits) {
-    v.headroom = static_cast<std::int64_t>(std::min(gpu.capacity_bytes - budget.peak_device, max));
+    v.headroom = static_cast<std::int64_t>(std::min(gpu.capacity_bytes - total, max));
   } else {
-    v.headroom = -static_cast<std::int64_t>(std::min(budget.peak_device - gpu.capacity_bytes, max));
+    v.headroom = -static_cast<std::int64_t>(std::min(total - gpu.capacity_bytes, max));
   }
   // vLLM refuses to start when the GPU's free memory is below its share
   // (gpu_worker.py init_device) or when one request of max_model_len does
   // not fit the pool (kv_cache_utils.py check_enough_kv_cache_memory).
+  // Other processes' memory is not free.
   const ServingPool& s = budget.serving;
-  if (s.present && s.startup_free > gpu.capacity_bytes) {
+  const std::uint64_t startup = checked_add(s.startup_free, others);
+  if (s.present && startup > gpu.capacity_bytes) {
     v.fits = false;
-    v.headroom = -static_cast<std::int64_t>(std::min(s.startup_free - gpu.capacity_bytes, max));
+    v.headroom = -static_cast<std::int64_t>(std::min(startup - gpu.capacity_bytes, max));
     v.reason = fmt::format(
-        "vLLM needs {} GiB free at start (total × utilization plus the CUDA context); "
+        "vLLM needs {} GiB free at start (total × utilization plus the CUDA context){}; "
         "lower --gpu-memory-utilization",
-        format_gib(s.startup_free));
+        format_gib(s.startup_free),
+        others > 0 ? fmt::format(" and the colocated processes hold {} GiB", format_gib(others)) : "");
   } else if (s.present && s.kv_blocks < s.blocks_per_request) {
     v.fits = false;
     const std::uint64_t short_by = checked_mul(s.blocks_per_request - s.kv_blocks, s.block_bytes);
@@ -1381,7 +1387,16 @@ PlanResult plan(PlanRequest request) {
   PlanResult r;
   r.parameters = count_parameters(request.model);
   r.budget = estimate(request.model, request.workload);
-  if (request.gpu) r.fit = check_fit(r.budget, *request.gpu);
+  // Each co-resident process is a plan of its own; their peaks may meet,
+  // so the GPU must hold their sum beside this one.
+  for (PlanRequest& other : request.colocated) {
+    r.colocated.push_back(plan(std::move(other)));
+    r.colocated.back().fit.reset();  // judged together below, not alone
+    r.colocated_device = checked_add(r.colocated_device, r.colocated.back().budget.peak_device);
+  }
+  request.colocated.clear();
+  r.gpu_total = checked_add(r.budget.peak_device, r.colocated_device);
+  if (request.gpu) r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
   r.request = std::move(request);
   return r;
 }

@@ -25,15 +25,18 @@ std::uint64_t effective_limit(std::optional<std::uint64_t> capacity, const Limit
   return limit;
 }
 
-std::vector<Crossing> crossings(const Budget& b, std::optional<std::uint64_t> capacity,
-                                const Limits& limits) {
+std::vector<Crossing> crossings(const Budget& b, std::optional<std::uint64_t> capacity, const Limits& limits,
+                                std::uint64_t others) {
   std::vector<Crossing> out;
-  const std::uint64_t peak = b.peak_device;
+  // The GPU holds this plan and its colocated processes; --max-device holds
+  // this plan alone.
+  const std::uint64_t own = b.peak_device;
+  const std::uint64_t peak = checked_add(own, others);
   if (capacity && peak > *capacity) {
     out.push_back({Crossing::Kind::capacity, *capacity, peak, peak - *capacity});
   }
-  if (limits.max_device && peak > *limits.max_device) {
-    out.push_back({Crossing::Kind::max_device, *limits.max_device, peak, peak - *limits.max_device});
+  if (limits.max_device && own > *limits.max_device) {
+    out.push_back({Crossing::Kind::max_device, *limits.max_device, own, own - *limits.max_device});
   }
   // Over capacity, the headroom is gone too: one line says it.
   if (capacity && limits.min_headroom && peak <= *capacity) {

@@ -63,6 +63,11 @@ void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, c
         "vLLM takes its share of the GPU by design, so there is nothing to search: `vramcalc plan` "
         "reports its KV blocks, tokens, max concurrency and the longest --seq that fits");
   }
+  if (!request.colocated.empty()) {
+    throw InputError(origin_of(flags.colocate, "colocate"),
+                     "fit does not search beside colocated processes yet: `vramcalc plan` reports whether "
+                     "they fit together, and `vramcalc compare` shows several settings at once");
+  }
   if (target.catalog && request.gpu) {
     throw InputError(flags.gpu_mem ? flags.gpu_mem->origin : origin_of(flags.gpu, "gpu"),
                      "conflicts with --for gpu, which tries every catalog GPU");

@@ -410,6 +410,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "engine",
                                                 "cache",
                                                 "draft",
+                                                "colocate",
                                                 "gpu_layers",
                                                 "ubatch",
                                                 "gpu_memory_utilization",
@@ -478,6 +479,24 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "engine") return put(in.engine, parse_choice(k_engines, text, origin), origin);
   if (key == "cache") return put(in.cache, parse_choice(k_caches, text, origin), origin);
   if (key == "draft") return put(in.draft, std::string(text), origin);
+  if (key == "colocate") {
+    // A comma list on the command line; a plan file gives a JSON array.
+    std::vector<std::string> entries;
+    std::string_view rest = text;
+    for (;;) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view entry = rest.substr(0, comma);
+      if (entry.empty()) {
+        throw InputError(origin, fmt::format("empty entry in \"{}\": expected plan files, presets or "
+                                             "config.json paths separated by commas",
+                                             text));
+      }
+      entries.emplace_back(entry);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return put(in.colocate, std::move(entries), origin);
+  }
   if (key == "gpu_memory_utilization")
     return put(in.gpu_memory_utilization, parse_utilization(text, origin), origin);
   if (key == "max_num_batched_tokens")
@@ -545,6 +564,19 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
                                   ? value.non_negative_integer()
                                   : value.positive_integer();
       set_from_text(in, key, std::to_string(n), origin);
+    } else if (key == "colocate" && value.json().is_array()) {
+      std::vector<std::string> entries;
+      for (const nlohmann::json& e : value.json()) {
+        if (!e.is_string() || e.get<std::string>().empty()) {
+          value.fail(
+              fmt::format("expected an array of plan files, presets or config.json paths, got {} at "
+                          "index {}",
+                          e.dump(), entries.size()));
+        }
+        entries.push_back(e.get<std::string>());
+      }
+      if (entries.empty()) value.fail("expected at least one plan file, preset or config.json path");
+      put(in.colocate, std::move(entries), origin);
     } else if (key == "dropout" || key == "lora_dropout") {
       set_from_text(in, key, fmt::format("{}", value.probability()), origin);
     } else if (key == "quant_lm_head" && !value.json().is_string()) {
@@ -911,6 +943,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.lora_dtype, top.lora_dtype);
   take(base.lora_dropout, top.lora_dropout);
   take(base.freeze, top.freeze);
+  take(base.colocate, top.colocate);
   take(base.batch, top.batch);
   take(base.grad_accum, top.grad_accum);
   take(base.seq, top.seq);
@@ -1166,23 +1199,72 @@ PlanText read_plan_text(std::string_view text, const std::string& source, const 
 
 }  // namespace io
 
-PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
-  const std::string arg(model_arg);
-  WorkloadInput input;
-  ModelSpec model;
+namespace {
+
+// MODEL as a preset, a config.json, or a plan file with its "workload".
+io::PlanText read_model_arg(const std::string& arg) {
+  io::PlanText out;
   std::error_code ec;
   if (auto preset = io::find_preset(arg)) {
-    model = std::move(*preset);
+    out.model = std::move(*preset);
   } else if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
-    io::PlanText file =
-        io::read_plan_text(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
-    model = std::move(file.model);
-    input = std::move(file.workload);
+    out = io::read_plan_text(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
   } else {
-    model = load_model(arg);  // raises the "unknown model" error with a suggestion
+    out.model = load_model(arg);  // raises the "unknown model" error with a suggestion
   }
+  return out;
+}
+
+// --colocate: each entry is a plan of its own on this request's GPU (a GPU
+// it names must be the same), and may not colocate further.
+void resolve_colocated(PlanRequest& request, const WorkloadInput& in) {
+  const Given<std::vector<std::string>>& given = *in.colocate;
+  for (const std::string& entry : given.value) {
+    const std::string origin = fmt::format("{} {}", given.origin, entry);
+    io::PlanText other;
+    try {
+      other = read_model_arg(entry);
+    } catch (const InputError& e) {
+      throw InputError(given.origin, e.what());
+    }
+    if (other.workload.colocate) {
+      conflict(other.workload.colocate->origin,
+               "a colocated plan may not colocate further: list every process in one --colocate");
+    }
+    WorkloadInput& wi = other.workload;
+    if (request.gpu) {
+      const Gpu& gpu = *request.gpu;
+      const bool same = wi.gpu       ? find_gpu(wi.gpu->value, wi.gpu->origin).id == gpu.id
+                        : wi.gpu_mem ? wi.gpu_mem->value == gpu.capacity_bytes && gpu.id == "custom"
+                                     : true;
+      if (!same) {
+        conflict(wi.gpu ? wi.gpu->origin : wi.gpu_mem->origin,
+                 fmt::format("a colocated process shares this plan's GPU ({}); drop it or make it the same",
+                             gpu.id == "custom" ? format_bytes(gpu.capacity_bytes) : gpu.id));
+      }
+      wi.gpu = in.gpu;
+      wi.gpu_mem = in.gpu_mem;
+    } else if (wi.gpu || wi.gpu_mem) {
+      conflict(wi.gpu ? wi.gpu->origin : wi.gpu_mem->origin,
+               "a colocated process names a GPU and this plan does not: give this plan the GPU");
+    }
+    PlanRequest resolved = resolve(std::move(other.model), wi);
+    resolved.origin = origin;
+    request.colocated.push_back(std::move(resolved));
+  }
+}
+
+}  // namespace
+
+PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
+  const std::string arg(model_arg);
+  io::PlanText text = read_model_arg(arg);
+  WorkloadInput input = std::move(text.workload);
   overlay(input, flags);
-  return resolve(std::move(model), input);
+  PlanRequest request = resolve(std::move(text.model), input);
+  request.origin = arg;
+  if (input.colocate) resolve_colocated(request, input);
+  return request;
 }
 
 }  // namespace vramcalc

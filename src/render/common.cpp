@@ -1,5 +1,7 @@
 #include "render/common.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cctype>
 
 #include <fmt/format.h>
@@ -145,10 +147,41 @@ std::string serving_lines(const PlanResult& p) {
   return out;
 }
 
+std::string colocated_lines(const PlanResult& p) {
+  if (p.colocated.empty()) return "";
+  std::string out = "\ncolocated processes (each alone: own CUDA context and allocator)\n";
+  for (const PlanResult& other : p.colocated) {
+    const Budget& b = other.budget;
+    const Workload& w = other.request.workload;
+    // Its two largest components at its peak.
+    std::array<std::size_t, k_component_count> order{};
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t c) {
+      return at_peak(b, static_cast<Component>(a)) > at_peak(b, static_cast<Component>(c));
+    });
+    std::string parts;
+    for (std::size_t k = 0; k < 2; ++k) {
+      const auto c = static_cast<Component>(order[k]);
+      if (at_peak(b, c) == 0) break;
+      parts += fmt::format("{}{} {}", k == 0 ? "" : ", ", name_of(c), format_gib(at_peak(b, c)));
+    }
+    out += fmt::format("  {:<34} {:>10} GiB  {} {}{}; {} ({})\n", other.request.model.name,
+                       format_gib(b.peak_device), name_of(w.mode),
+                       w.mode == Mode::infer ? fmt::format("{} ", name_of(w.engine)) : "",
+                       fmt::format("batch {} seq {}", w.batch, w.seq), parts, other.request.origin);
+  }
+  out +=
+      fmt::format("GPU total       {:>10} GiB  = this plan's peak device {} + colocated {}\n",
+                  format_gib(p.gpu_total), format_gib(p.budget.peak_device), format_gib(p.colocated_device));
+  return out;
+}
+
 std::string verdict(const PlanResult& p) {
   if (!p.fit) return "";
   const FitVerdict& v = *p.fit;
-  const std::string gpu = fmt::format("{} ({} GiB)", v.gpu.id, format_gib(v.gpu.capacity_bytes));
+  const std::string gpu = fmt::format(
+      "{} ({} GiB){}", v.gpu.id, format_gib(v.gpu.capacity_bytes),
+      v.others > 0 ? fmt::format(" beside {} GiB of colocated processes", format_gib(v.others)) : "");
   if (v.fits) {
     return fmt::format("fits on {}: {} GiB headroom", gpu,
                        format_gib(static_cast<std::uint64_t>(v.headroom)));

@@ -44,6 +44,11 @@ namespace vramcalc::render_detail {
 /// concurrency, each line ending in a newline, preceded by a blank line.
 [[nodiscard]] std::string serving_lines(const PlanResult& p);
 
+/// The colocated processes (--colocate), one line each with its peak
+/// device memory and largest components, then the GPU's total; "" without
+/// any. Preceded by a blank line.
+[[nodiscard]] std::string colocated_lines(const PlanResult& p);
+
 /// The verdict sentence for a GPU, or "" without one.
 [[nodiscard]] std::string verdict(const PlanResult& p);
 

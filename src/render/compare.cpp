@@ -77,6 +77,13 @@ bool any_serving(const std::vector<CompareColumn>& cols) {
   return false;
 }
 
+bool any_colocated(const std::vector<CompareColumn>& cols) {
+  for (const CompareColumn& c : cols) {
+    if (!c.plan.colocated.empty()) return true;
+  }
+  return false;
+}
+
 bool any_fit(const std::vector<CompareColumn>& cols) {
   for (const CompareColumn& c : cols) {
     if (c.plan.fit) return true;
@@ -112,6 +119,11 @@ std::string table(const std::vector<CompareColumn>& cols) {
   for (const Row& r : rs) {
     if (r.name == "peak_allocated") out += "\n";
     out += line(r.name, [&](std::size_t c) { return cell(cols, c, r); });
+  }
+  if (any_colocated(cols)) {
+    // With other processes on the GPU, the verdict is on the whole GPU.
+    out += line("colocated", [&](std::size_t c) { return format_gib(cols[c].plan.colocated_device); });
+    out += line("gpu_total", [&](std::size_t c) { return format_gib(cols[c].plan.gpu_total); });
   }
   if (any_fit(cols)) {
     out += line(cols[0].plan.fit ? cols[0].plan.fit->gpu.id : "gpu",

@@ -186,10 +186,20 @@ json plan_json(const PlanResult& p) {
                 {"fits", p.fit->fits},
                 {"headroom_bytes", p.fit->headroom},
                 {"reason", p.fit->reason.empty() ? json(nullptr) : json(p.fit->reason)},
+                {"colocated_bytes", p.fit->others},
                 {"capacity_source", p.fit->gpu.source}};
   } else {
     j["gpu"] = nullptr;
   }
+  // Other processes on the GPU: each a plan document of its own.
+  json colocated = json::array();
+  for (const PlanResult& other : p.colocated) {
+    json doc = plan_json(other);
+    doc["origin"] = other.request.origin;
+    colocated.push_back(std::move(doc));
+  }
+  j["colocated"] = std::move(colocated);
+  j["gpu_total_bytes"] = p.gpu_total;
   json assumptions = json::object();
   for (const auto& [what, why] : b.assumptions) assumptions[what] = why;
   j["assumptions"] = std::move(assumptions);

@@ -31,6 +31,13 @@ std::string render_markdown(const PlanResult& p) {
                        format_thousands(s.kv_blocks), format_thousands(s.kv_tokens), s.max_concurrency,
                        format_thousands(p.request.workload.seq));
   }
+  for (const PlanResult& other : p.colocated) {
+    out += fmt::format("- colocated {} ({}): peak device {} GiB\n", other.request.model.name,
+                       other.request.origin, format_gib(other.budget.peak_device));
+  }
+  if (!p.colocated.empty()) {
+    out += fmt::format("- GPU total: {} GiB\n", format_gib(p.gpu_total));
+  }
   if (p.fit) out += fmt::format("- {}\n", verdict(p));
   return out;
 }
@@ -48,6 +55,9 @@ std::string render_csv(const PlanResult& p) {
                      b.peak_reserved, b.peak_device);
   if (b.serving.present) {
     out += fmt::format("kv_blocks,{},\nkv_tokens,{},\n", b.serving.kv_blocks, b.serving.kv_tokens);
+  }
+  if (!p.colocated.empty()) {
+    out += fmt::format("colocated_device,{},\ngpu_total,{},\n", p.colocated_device, p.gpu_total);
   }
   return out;
 }
