@@ -147,6 +147,35 @@ struct LlamaCppPlacement {
 /// copy never allocates.
 [[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp);
 
+/// vLLM's LoRA slots (--max-loras L, --max-lora-rank R): one rank's bytes
+/// of the stacked A and B buffers each LoRA-capable layer allocates when the
+/// model loads, in the model dtype, for every layer whether or not an
+/// adapter targets it (vllm/lora/layers: create_lora_weights of the merged
+/// QKV, merged column, row-parallel, embedding and logits classes).
+struct VllmLoraSlots {
+  /// One decoder layer: L·R × (slices·h + q + 2kv) for qkv, L·R × (q + h)
+  /// for o, L·R × (slices·h + 2I) for gate_up, L·R × (I + h) for down, with
+  /// q, kv and I one rank's share (column layers split B, row layers A).
+  std::uint64_t per_layer = 0;
+  /// embed_tokens: A (L, V + E, R) and B (L, h, R); models whose vLLM class
+  /// lists embedding_modules (Llama, Mistral, Phi-3); never split by tp.
+  std::uint64_t embedding = 0;
+  /// The logits processor: A (L, R, h) and B (L, V', R), V' = V, or V + E
+  /// padded to 256 with an extra vocabulary; never split by tp.
+  std::uint64_t logits = 0;
+  /// vLLM ≤ 0.11 with an extra vocabulary E: the embedding and logits
+  /// processors' (L, E, h) tensors, and the base embed_tokens and lm_head
+  /// grown by E·L and E rows (llama.py LlamaModel/LlamaForCausalLM).
+  std::uint64_t extra_vocab = 0;
+};
+/// `m` is the whole model; the split follows w.vllm.tp.
+[[nodiscard]] VllmLoraSlots vllm_lora_slots(const ModelSpec& m, const Workload& w);
+
+/// Whether vLLM gives a model's embed_tokens and lm_head LoRA slots
+/// (its class lists embedding_modules: LlamaForCausalLM, used for Llama and
+/// Mistral, and Phi3ForCausalLM; Qwen2, Qwen3 and Gemma list none).
+[[nodiscard]] bool vllm_lora_embeddings(const ModelSpec& m);
+
 /// vLLM V1's KV pool from the GPU's total memory (vllm v1/worker/gpu_worker.py
 /// determine_available_memory; v1/core/kv_cache_utils.py get_num_blocks,
 /// get_max_concurrency_for_kv_cache_config): requested = total × utilization;

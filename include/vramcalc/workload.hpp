@@ -85,6 +85,13 @@ struct VllmConfig {
   VllmSampler sampler = VllmSampler::native;
   /// --tensor-parallel-size: ranks that split every layer and the vocabulary.
   std::uint64_t tp = 1;
+  /// --max-loras: adapters served at once, each with a slot in every
+  /// LoRA-capable layer (0: LoRA off).
+  std::uint64_t max_loras = 0;
+  std::uint64_t max_lora_rank = 0;  ///< --max-lora-rank: the slots' rank
+  /// --lora-extra-vocab-size (vLLM ≤ 0.11): tokens an adapter may add to
+  /// the vocabulary; 0 in later versions, which removed it.
+  std::uint64_t lora_extra_vocab = 0;
 };
 
 enum class AttentionImpl : std::uint8_t {

@@ -78,6 +78,16 @@ constexpr FlagSpec k_flags[] = {
     {"tp", "--tp",
      "vllm: tensor-parallel ranks (--tensor-parallel-size); the plan is one rank's: heads, the MLP and the "
      "vocabulary split, KV heads split or replicated (default 1)"},
+    {"max_loras", "--max-loras",
+     "vllm: LoRA adapters served at once (vLLM --enable-lora --max-loras): every qkv, o, gate_up and down "
+     "layer, and embed_tokens and lm_head of Llama, Mistral and Phi-3, gets a slot per adapter when the "
+     "model "
+     "loads, so the KV pool shrinks by them (default: LoRA off)"},
+    {"max_lora_rank", "--max-lora-rank",
+     "vllm: the slots' rank, the largest an adapter may have: 1, 8, 16, 32, 64, 128, 256, 320 or 512 "
+     "(default 16)"},
+    {"lora_extra_vocab_size", "--lora-extra-vocab-size",
+     "vllm 0.11 and earlier: tokens an adapter may add, 256 or 512; later versions removed it (default 0)"},
     {"sampler", "--sampler",
      "vllm: top-k/top-p sampler of the profiling run: native (PyTorch sort, the default since v0.11.1) | "
      "flashinfer (default native)"},

@@ -633,6 +633,38 @@ std::string optimizer_text(const Workload& w) {
   return "";
 }
 
+// vLLM's LoRA slots (--max-loras): allocated with the model, so part of
+// its weights and of what the KV pool cannot use.
+Branch vllm_lora_branch(const ModelSpec& full, const Workload& w, Detail d) {
+  const VllmLoraSlots s = vllm_lora_slots(full, w);
+  Branch b(d);
+  b.leaf(s.per_layer, full.num_layers, [] {
+    return LeafText{"layers", "qkv, o, gate_up and down slots: stacked A and B",
+                    "loras·rank·(Σ A inputs + Σ B outputs) × dtype bytes",
+                    "vllm lora/layers create_lora_weights (merged QKV, merged column, row parallel)"};
+  });
+  if (s.embedding > 0) {
+    b.leaf(s.embedding, 1, [] {
+      return LeafText{"embed_tokens", "embed_tokens slots: A (loras, V + E, rank), B (loras, h, rank)",
+                      "loras·rank·(V + E + h) × dtype bytes",
+                      "vllm lora/layers VocabParallelEmbeddingWithLoRA"};
+    });
+    b.leaf(s.logits, 1, [] {
+      return LeafText{"logits", "logits processor slots: A (loras, rank, h), B (loras, Vlogits, rank)",
+                      "loras·rank·(h + Vlogits) × dtype bytes", "vllm lora/layers LogitsProcessorWithLoRA"};
+    });
+  }
+  if (s.extra_vocab > 0) {
+    b.leaf(s.extra_vocab, 1, [] {
+      return LeafText{"extra_vocab",
+                      "extra-vocabulary tensors and the base vocabulary's new rows (vLLM ≤ 0.11)",
+                      "(2·loras·E + embed and lm_head rows added)·h × dtype bytes",
+                      "vllm lora/layers embeddings_tensors; models/llama.py lora_extra_vocab_size"};
+    });
+  }
+  return b;
+}
+
 // Weights, gradients, master weights and optimizer states.
 // Tree mode: a paged optimizer's unified-memory states, in host memory.
 [[gnu::noinline]] void paged_states(Budget& b, std::span<const ParamTensor> trained, const Workload& w,
@@ -658,9 +690,11 @@ std::string optimizer_text(const Workload& w) {
 
 // Weights, gradients, master weights and optimizer states. `trained` are the
 // tensors that get gradients: all of `tensors`, or LoRA's adapters.
-void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor> tensors,
-                  const ParameterCount& pc, std::span<const ParamTensor> trained,
-                  const ParameterCount& trained_pc, const Workload& w, std::uint64_t& ddp_buckets) {
+// `full` is the whole model where `m` is one tensor-parallel rank's.
+void model_states(Builder& out, const ModelSpec& full, const ModelSpec& m,
+                  std::span<const ParamTensor> tensors, const ParameterCount& pc,
+                  std::span<const ParamTensor> trained, const ParameterCount& trained_pc, const Workload& w,
+                  std::uint64_t& ddp_buckets) {
   const Detail d = out.detail;
   const ShardFactors sf = shard_factors(w);
   Branch weights = core::state_branch(core::weight_parts(tensors, m, w, d), sf.weights,
@@ -685,6 +719,12 @@ void model_states(Builder& out, const ModelSpec& m, std::span<const ParamTensor>
                    [&] {
                      return NodeText{"draft", fmt::format("draft model ({})", w.draft->name)};
                    });
+  }
+  if (w.mode == Mode::infer && w.engine == Engine::vllm && w.vllm.max_loras > 0) {
+    weights.branch(vllm_lora_branch(full, w, d), [&] {
+      return NodeText{"lora_slots", fmt::format("LoRA slots for {} adapters of rank ≤ {}", w.vllm.max_loras,
+                                                w.vllm.max_lora_rank)};
+    });
   }
   if (w.lora.kind != Adapter::none) {
     // The frozen base above, and the adapters (PEFT LoraLayer.update_layer;
@@ -1304,7 +1344,7 @@ Totals assemble(Builder& out, const ModelSpec& model, const Workload& w) {
   const std::uint64_t trained_layers = m.num_layers - (lora ? 0 : std::min(w.freeze.layers, m.num_layers));
   const ParameterCount trained_pc = subset ? count_parameters(trainable, trained_layers) : pc;
   std::uint64_t ddp_buckets = 0;
-  model_states(out, m, tensors, pc, trained, trained_pc, w, ddp_buckets);
+  model_states(out, model, m, tensors, pc, trained, trained_pc, w, ddp_buckets);
   out.set(Component::runtime_overhead, overhead_branch(w, out.detail));
   out.assume(Component::runtime_overhead, [&] {
     return w.cublas_workspace == 0

@@ -53,6 +53,13 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
     if (name == "Vpad") return ceil_div(x.vocab, 64) * 64;
     if (name == "block") return v.block_size;
     if (name == "blocks") return x.pool.kv_blocks;
+    if (v.max_loras > 0) {
+      if (name == "loras") return v.max_loras;
+      if (name == "rank") return v.max_lora_rank;
+      if (name == "E") return v.lora_extra_vocab;
+      if (name == "Vlogits")
+        return v.lora_extra_vocab == 0 ? x.vocab : ceil_div(x.vocab + v.lora_extra_vocab, 256) * 256;
+    }
   }
   if (x.w.loss.kind == LossImpl::chunked && (name == "r" || name == "r_last" || name == "r_2")) {
     const ChunkRows rows = chunk_rows(dims_of(x.m, x.w.batch, x.w.seq), x.w.loss.chunks);
@@ -102,7 +109,10 @@ void annotate_leaf(Node& leaf, const Symbols& x) {
   }
 }
 
+constexpr std::string_view k_vllm_lora_section = "vLLM's LoRA slots — --max-loras";
+
 void walk(Node& n, const Symbols& x, std::string_view section) {
+  if (n.id == "lora_slots") section = k_vllm_lora_section;
   if (n.children.empty()) {
     if (n.formula.empty()) return;
     annotate_leaf(n, x);

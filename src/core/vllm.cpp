@@ -47,6 +47,53 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp) {
   return s;
 }
 
+bool vllm_lora_embeddings(const ModelSpec& m) {
+  return m.type == ModelType::llama || m.type == ModelType::mistral || m.type == ModelType::phi3;
+}
+
+VllmLoraSlots vllm_lora_slots(const ModelSpec& m, const Workload& w) {
+  VllmLoraSlots s;
+  const VllmConfig& v = w.vllm;
+  if (v.max_loras == 0) return s;
+  // vLLM's lora_dtype "auto" is the model config's dtype: the activations'
+  // 16-bit type under fp8 weights.
+  const DType dt = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
+  const std::uint64_t L = v.max_loras;
+  const std::uint64_t R = v.max_lora_rank;
+  const std::uint64_t tp = v.tp;
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t q = checked_mul(m.num_attention_heads / tp, m.head_dim);
+  const std::uint64_t kv = checked_mul(std::max<std::uint64_t>(1, m.num_key_value_heads / tp), m.head_dim);
+  const std::uint64_t inter = m.intermediate_size / tp;
+  // Checkpoints with fused qkv and gate_up (Phi-3) map them to one slice.
+  const std::uint64_t qkv_slices = m.fused_qkv ? 1 : 3;
+  const std::uint64_t mlp_slices = m.fused_qkv ? 1 : 2;
+  std::uint64_t widths = 0;  // Σ over slots of A's input + B's output
+  widths = checked_add(widths, checked_add(checked_mul(qkv_slices, h), checked_add(q, checked_mul(2, kv))));
+  widths = checked_add(widths, checked_add(q, h));
+  widths = checked_add(widths, checked_add(checked_mul(mlp_slices, h), checked_mul(2, inter)));
+  widths = checked_add(widths, checked_add(inter, h));
+  s.per_layer = bytes_for(checked_product(L, R, widths), dt);
+  if (!vllm_lora_embeddings(m)) return s;
+  const std::uint64_t vocab = m.vocab_size;
+  const std::uint64_t extra = v.lora_extra_vocab;
+  s.embedding = bytes_for(checked_product(L, R, checked_add(checked_add(vocab, extra), h)), dt);
+  const std::uint64_t logits_rows = extra == 0 ? vocab : ceil_div(checked_add(vocab, extra), 256) * 256;
+  s.logits = bytes_for(checked_product(L, R, checked_add(h, logits_rows)), dt);
+  if (extra > 0) {
+    // Two (L, E, h) tensors, and the base tables' new rows (embed_tokens
+    // padded to 64, lm_head to 256; a tied lm_head is embed_tokens).
+    std::uint64_t rows = checked_mul(2, checked_mul(L, extra));
+    rows = checked_add(
+        rows, ceil_div(checked_add(vocab, checked_mul(extra, L)), 64) * 64 - ceil_div(vocab, 64) * 64);
+    if (!m.tie_word_embeddings) {
+      rows = checked_add(rows, ceil_div(checked_add(vocab, extra), 256) * 256 - ceil_div(vocab, 64) * 64);
+    }
+    s.extra_vocab = bytes_for(checked_mul(rows, h), dt);
+  }
+  return s;
+}
+
 namespace {
 
 // Blocks one request of max_model_len tokens can occupy: the whole context

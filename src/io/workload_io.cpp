@@ -57,6 +57,7 @@ constexpr std::array k_samplers = {Choice<VllmSampler>{"native", VllmSampler::na
                                    Choice<VllmSampler>{"flashinfer", VllmSampler::flashinfer}};
 // vLLM's CacheConfig block sizes (vllm/config/cache.py BlockSize).
 constexpr std::array<std::uint64_t, 7> k_vllm_block_sizes = {1, 8, 16, 32, 64, 128, 256};
+constexpr std::array<std::uint64_t, 9> k_vllm_lora_ranks = {1, 8, 16, 32, 64, 128, 256, 320, 512};
 // llama.cpp's cache types beyond f16/bf16/f32 (common/arg.cpp kv_cache_types).
 constexpr std::array k_kv_blocks = {
     Choice<GgufType>{"q8_0", GgufType::Q8_0}, Choice<GgufType>{"q4_0", GgufType::Q4_0},
@@ -421,6 +422,9 @@ const std::vector<std::string>& workload_keys() {
                                                 "non_torch_memory",
                                                 "sampler",
                                                 "tp",
+                                                "max_loras",
+                                                "max_lora_rank",
+                                                "lora_extra_vocab_size",
                                                 "dp",
                                                 "zero",
                                                 "fsdp",
@@ -514,6 +518,27 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "non_torch_memory") return put(in.non_torch_memory, parse_size(text, origin), origin);
   if (key == "sampler") return put(in.sampler, parse_choice(k_samplers, text, origin), origin);
   if (key == "tp") return put(in.tp, parse_integer(text, origin, true), origin);
+  if (key == "max_loras") return put(in.max_loras, parse_integer(text, origin, true), origin);
+  if (key == "max_lora_rank") {
+    // vllm/config/lora.py LoRAConfig: the ranks vLLM's kernels are built for.
+    const std::uint64_t r = parse_integer(text, origin, true);
+    if (std::find(k_vllm_lora_ranks.begin(), k_vllm_lora_ranks.end(), r) == k_vllm_lora_ranks.end()) {
+      throw InputError(
+          origin,
+          fmt::format("vLLM's max_lora_rank is one of 1, 8, 16, 32, 64, 128, 256, 320, 512; got {}", r));
+    }
+    return put(in.max_lora_rank, r, origin);
+  }
+  if (key == "lora_extra_vocab_size") {
+    const std::uint64_t e = parse_integer(text, origin, false);
+    if (e != 0 && e != 256 && e != 512) {
+      throw InputError(origin,
+                       fmt::format("vLLM's lora_extra_vocab_size is 256 or 512 (0 for vLLM 0.12 and later, "
+                                   "which removed it); got {}",
+                                   e));
+    }
+    return put(in.lora_extra_vocab_size, e, origin);
+  }
   if (key == "precision") return put(in.precision, parse_choice(k_precisions, text, origin), origin);
   if (key == "optimizer") return put(in.optimizer, parse_choice(k_optimizers, text, origin), origin);
   if (key == "framework") return put(in.framework, parse_choice(k_frameworks, text, origin), origin);
@@ -539,19 +564,11 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"lora_rank",
-                                                 "batch",
-                                                 "grad_accum",
-                                                 "seq",
-                                                 "dp",
-                                                 "zero",
-                                                 "gpu_layers",
-                                                 "ubatch",
-                                                 "max_num_seqs",
-                                                 "block_size",
-                                                 "shared_prefix",
-                                                 "max_num_batched_tokens",
-                                                 "tp"};
+  const std::vector<std::string> integer_keys = {
+      "lora_rank",    "batch",      "grad_accum",    "seq",
+      "dp",           "zero",       "gpu_layers",    "ubatch",
+      "max_num_seqs", "block_size", "shared_prefix", "max_num_batched_tokens",
+      "tp",           "max_loras",  "max_lora_rank", "lora_extra_vocab_size"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -560,9 +577,10 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       value.fail(fmt::format("unknown workload key{}", io::did_you_mean(key, known)));
     }
     if (std::find(integer_keys.begin(), integer_keys.end(), key) != integer_keys.end()) {
-      const std::uint64_t n = key == "zero" || key == "gpu_layers" || key == "shared_prefix"
-                                  ? value.non_negative_integer()
-                                  : value.positive_integer();
+      const std::uint64_t n =
+          key == "zero" || key == "gpu_layers" || key == "shared_prefix" || key == "lora_extra_vocab_size"
+              ? value.non_negative_integer()
+              : value.positive_integer();
       set_from_text(in, key, std::to_string(n), origin);
     } else if (key == "colocate" && value.json().is_array()) {
       std::vector<std::string> entries;
@@ -668,6 +686,9 @@ void check_vllm_keys(const WorkloadInput& in) {
   only(in.shared_prefix);
   only(in.non_torch_memory);
   only(in.sampler);
+  only(in.max_loras);
+  only(in.max_lora_rank);
+  only(in.lora_extra_vocab_size);
   if (in.tp && in.tp->value > 1 && !vllm) {
     conflict(in.tp->origin, "tensor parallelism is modelled for --engine vllm so far");
   }
@@ -781,6 +802,37 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
 
 // vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
 // is a share of this GPU's memory, so the GPU is required.
+// vLLM's multi-LoRA serving (--max-loras): vllm/config/lora.py defaults,
+// and what vramcalc models of it.
+void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  VllmConfig& v = r.workload.vllm;
+  if (!in.max_loras) {
+    for (const auto* given : {&in.max_lora_rank, &in.lora_extra_vocab_size}) {
+      if (*given) conflict((*given)->origin, "sizes vLLM's LoRA slots: add --max-loras N to serve adapters");
+    }
+    return;
+  }
+  if (model.type == ModelType::gpt2 || !model.gated_mlp) {
+    conflict(in.max_loras->origin, fmt::format("vLLM serves LoRA adapters on {} only as a Llama-style model "
+                                               "with gate and up projections; {} has none",
+                                               name_of(model.type), model.name));
+  }
+  v.max_loras = in.max_loras->value;
+  v.max_lora_rank = in.max_lora_rank ? in.max_lora_rank->value : 16;
+  if (!in.max_lora_rank) r.defaulted.emplace_back("max_lora_rank");
+  v.lora_extra_vocab = in.lora_extra_vocab_size ? in.lora_extra_vocab_size->value : 0;
+  if (!in.lora_extra_vocab_size) r.defaulted.emplace_back("lora_extra_vocab_size");
+  if (v.lora_extra_vocab > 0 && !vllm_lora_embeddings(model)) {
+    conflict(
+        in.lora_extra_vocab_size->origin,
+        fmt::format("vLLM gives {} no embedding or lm_head LoRA slots, so no extra vocabulary", model.name));
+  }
+  if (v.lora_extra_vocab > 0 && v.tp > 1) {
+    conflict(in.lora_extra_vocab_size->origin,
+             "the extra vocabulary's split under tensor parallelism is not modelled yet");
+  }
+}
+
 void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   VllmConfig& v = w.vllm;
@@ -839,6 +891,7 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   if (!in.sampler) r.defaulted.emplace_back("sampler");
   v.tp = pick(in.tp, 1, "tp");
   if (v.tp > 1) check_tensor_parallel(model, w, in.tp->origin);
+  resolve_vllm_lora(model, r, in);
   if (in.shared_prefix && v.shared_prefix >= w.seq) {
     conflict(in.shared_prefix->origin,
              fmt::format("the shared prefix ({} tokens) must be shorter than --seq ({}): each request "
@@ -943,6 +996,9 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.lora_dtype, top.lora_dtype);
   take(base.lora_dropout, top.lora_dropout);
   take(base.freeze, top.freeze);
+  take(base.max_loras, top.max_loras);
+  take(base.max_lora_rank, top.max_lora_rank);
+  take(base.lora_extra_vocab_size, top.lora_extra_vocab_size);
   take(base.colocate, top.colocate);
   take(base.batch, top.batch);
   take(base.grad_accum, top.grad_accum);

@@ -61,11 +61,16 @@ std::string workload_line(const Workload& w) {
   if (w.mode == Mode::infer && w.engine == Engine::vllm) {
     return fmt::format(
         "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, KV cache {}, "
-        "utilization {:g}, block {}{}",
+        "utilization {:g}, block {}{}{}",
         w.seq, w.vllm.max_num_batched_tokens, w.vllm.max_num_seqs,
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
         static_cast<double>(w.vllm.utilization_ppm) / 1e6, w.vllm.block_size,
-        w.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.vllm.tp) : "");
+        w.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.vllm.tp) : "",
+        w.vllm.max_loras > 0 ? fmt::format(", LoRA {} × rank {}{}", w.vllm.max_loras, w.vllm.max_lora_rank,
+                                           w.vllm.lora_extra_vocab > 0
+                                               ? fmt::format(" + {} extra tokens", w.vllm.lora_extra_vocab)
+                                               : "")
+                             : "");
   }
   if (w.mode == Mode::infer) {
     return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}",

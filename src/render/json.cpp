@@ -102,7 +102,10 @@ json workload_json(const PlanResult& p) {
                  {"shared_prefix", v.shared_prefix},
                  {"non_torch_memory_bytes", v.non_torch},
                  {"sampler", std::string(name_of(v.sampler))},
-                 {"tp", v.tp}};
+                 {"tp", v.tp},
+                 {"max_loras", v.max_loras},
+                 {"max_lora_rank", v.max_loras > 0 ? json(v.max_lora_rank) : json(nullptr)},
+                 {"lora_extra_vocab_size", v.max_loras > 0 ? json(v.lora_extra_vocab) : json(nullptr)}};
   } else {
     j["vllm"] = nullptr;
   }

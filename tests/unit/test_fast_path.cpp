@@ -189,6 +189,11 @@ std::vector<Settings> grid() {
     out.push_back(
         {{"engine", "vllm"}, {"gpu", "a100-40gb"}, {"tp", tp}, {"quant", "awq:4:128"}, {"dtype", "fp16"}});
   }
+  out.push_back({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "4"}, {"max_lora_rank", "64"}});
+  out.push_back(
+      {{"engine", "vllm"}, {"gpu", "a100-40gb"}, {"max_loras", "2"}, {"lora_extra_vocab_size", "256"}});
+  out.push_back(
+      {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "1"}, {"tp", "2"}, {"dtype", "fp8"}});
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;

@@ -225,3 +225,88 @@ TEST_CASE("vllm: tensor parallelism that vLLM cannot split is rejected", "[vllm]
   rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "8"}, {"quant", "gptq:4:1024"}},
           "groups of 1024");
 }
+
+TEST_CASE("vllm: LoRA slots of a tiny Llama, by hand", "[vllm][lora]") {
+  // --max-loras 2 --max-lora-rank 8, bf16, tp 1. Per layer, with q = a·d = 8,
+  // kv = 4: qkv 3·h + q + 2kv = 40, o q + h = 16, gate_up 2h + 2I = 40,
+  // down I + h = 20: 116 widths × 2 adapters × rank 8 × 2 B = 3,712 B.
+  const Budget with = budget({{"max_loras", "2"}, {"max_lora_rank", "8"}});
+  const Budget without = budget({});
+  const std::uint64_t layers = 2 * 3712;
+  // embed_tokens: 2·8·(V + h) = 288 values; the logits processor the same.
+  const std::uint64_t embedding = 2 * 8 * (10 + 8) * 2;
+  CHECK(test::component(with, Component::weights) == k_weights + layers + 2 * embedding);
+  // The slots come out of the pool, byte for byte.
+  CHECK(with.serving.non_kv == without.serving.non_kv + layers + 2 * embedding);
+  CHECK(test::component(with, Component::transient) == test::component(without, Component::transient));
+
+  // vLLM ≤ 0.11 with 256 extra tokens: embed A and logits B widen, two
+  // (L, E, h) tensors, embed_tokens grows by E·L = 512 rows (10 → 576 padded
+  // to 64) and lm_head by 256 (10 → 512 rows padded to 256, from 64).
+  const Budget extra = budget({{"max_loras", "2"}, {"max_lora_rank", "8"}, {"lora_extra_vocab_size", "256"}});
+  const std::uint64_t embed_a = 2 * 8 * (10 + 256 + 8) * 2;
+  const std::uint64_t logits_b = 2 * 8 * (8 + 512) * 2;
+  const std::uint64_t rows = 2 * 2 * 256 + (576 - 64) + (512 - 64);
+  CHECK(test::component(extra, Component::weights) == k_weights + layers + embed_a + logits_b + rows * 8 * 2);
+}
+
+TEST_CASE("vllm: LoRA slots of Llama-3.1-8B, and their split under tp", "[vllm][lora]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "4"}});
+  // Per layer: qkv 3·4096 + 4096 + 2·1024, o 4096 + 4096, gate_up 2·4096 +
+  // 2·14336, down 14336 + 4096 = 81,920 widths × 4 × rank 16 × 2 B.
+  VllmLoraSlots s = vllm_lora_slots(m, w);
+  CHECK(s.per_layer == 81920ULL * 4 * 16 * 2);
+  CHECK(s.embedding == 4ULL * 16 * (128256 + 4096) * 2);
+  CHECK(s.logits == s.embedding);
+  CHECK(s.extra_vocab == 0);
+  // vllm-lora research worked example (vLLM 0.8.5 shapes): 396,754,944 B.
+  w.vllm.lora_extra_vocab = 256;
+  s = vllm_lora_slots(m, w);
+  CHECK(32 * s.per_layer + s.embedding + s.logits + s.extra_vocab == 396'754'944);
+  // tp 2: column layers split B, row layers split A; the embedding and
+  // logits slots stay whole on every rank.
+  w.vllm.lora_extra_vocab = 0;
+  w.vllm.tp = 2;
+  const VllmLoraSlots two = vllm_lora_slots(m, w);
+  const std::uint64_t widths =
+      (3 * 4096 + 2048 + 2 * 512) + (2048 + 4096) + (2 * 4096 + 2 * 7168) + (7168 + 4096);
+  CHECK(two.per_layer == widths * 4 * 16 * 2);
+  CHECK(two.embedding == 4ULL * 16 * (128256 + 4096) * 2);
+  // Qwen2 and Qwen3 list no embedding modules in vLLM: linear slots only.
+  const ModelSpec qwen = load_model("qwen3-8b");
+  const VllmLoraSlots q = vllm_lora_slots(
+      qwen, test::workload(qwen, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "1"}}));
+  CHECK(q.per_layer > 0);
+  CHECK(q.embedding == 0);
+  CHECK(q.logits == 0);
+}
+
+TEST_CASE("vllm: bad LoRA serving arguments", "[vllm][lora]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  test::check_rejects(m, {{"max_loras", "2"}}, "--max_loras", "add --engine vllm");
+  test::check_rejects(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_lora_rank", "16"}},
+                      "--max_lora_rank", "add --max-loras");
+  test::check_rejects(m,
+                      {{"engine", "vllm"},
+                       {"gpu", "h100-80gb"},
+                       {"max_loras", "2"},
+                       {"tp", "2"},
+                       {"lora_extra_vocab_size", "256"}},
+                      "--lora_extra_vocab_size", "tensor parallelism");
+  const ModelSpec qwen = load_model("qwen2.5-7b");
+  test::check_rejects(
+      qwen, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "2"}, {"lora_extra_vocab_size", "256"}},
+      "--lora_extra_vocab_size", "no embedding");
+  const ModelSpec gpt2 = load_model("gpt2");
+  test::check_rejects(gpt2, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "2"}}, "--max_loras",
+                      "gate and up");
+  WorkloadInput in;
+  for (const char* bad : {"0", "7", "24", "1024"}) {
+    CHECK_THROWS_AS(set_from_text(in, "max_lora_rank", bad, "--max-lora-rank"), InputError);
+  }
+  for (const char* bad : {"128", "-1", "x"}) {
+    CHECK_THROWS_AS(set_from_text(in, "lora_extra_vocab_size", bad, "--lora-extra-vocab-size"), InputError);
+  }
+  CHECK_THROWS_AS(set_from_text(in, "max_loras", "0", "--max-loras"), InputError);
+}
