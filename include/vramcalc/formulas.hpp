@@ -122,6 +122,19 @@ struct LlamaCppPlacement {
 /// sequence).
 [[nodiscard]] std::uint64_t llamacpp_kv_cells(const Workload& w);
 
+/// llama.cpp's cache by kind of layer: Gemma 2's sliding-window layers (the
+/// even ones, hparams set_swa_pattern(2)) get their own cache of
+/// min(cells, ⌈(window + n_ubatch)/256⌉·256) cells per sequence
+/// (llama-kv-cache-iswa.cpp, one stream per sequence); other architectures'
+/// windows are ignored by their GGUF and every layer is full. Layer counts
+/// are split by where --gpu-layers puts them.
+struct LlamaCppKv {
+  std::uint64_t cells = 0;      ///< per sequence, full layers
+  std::uint64_t swa_cells = 0;  ///< per sequence, sliding-window layers
+  std::uint64_t gpu_full = 0, gpu_swa = 0, host_full = 0, host_swa = 0;  ///< layers
+};
+[[nodiscard]] LlamaCppKv llamacpp_kv(const ModelSpec& m, const Workload& w);
+
 /// Bytes of one K or V row of `width` values in the workload's KV type:
 /// width × element bytes, or whole ggml blocks for q8_0, q4_0, ...
 [[nodiscard]] std::uint64_t kv_row_bytes(std::uint64_t width, const Workload& w);

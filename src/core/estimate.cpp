@@ -979,25 +979,43 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
   const LlamaCppPlacement where = llamacpp_placement(m, w);
   const std::uint64_t width = checked_mul(m.num_key_value_heads, m.head_dim);
   const std::uint64_t row = kv_row_bytes(width, w);
-  const std::uint64_t cells = llamacpp_kv_cells(w);
+  const LlamaCppKv layout = llamacpp_kv(m, w);
+  const std::uint64_t cells = layout.cells;
   const std::uint64_t per_layer = checked_product(2, row, cells, w.batch);
+  const std::uint64_t per_swa_layer = checked_product(2, row, layout.swa_cells, w.batch);
   const std::string type =
       w.kv_block ? std::string(gguf_block(*w.kv_block).name) : std::string(name_of(w.kv_dtype));
   constexpr std::string_view kv_source =
       "llama.cpp src/llama-kv-cache.cpp (K and V tensors per layer, on the layer's device); "
       "src/llama-context.cpp (n_ctx padded to 256)";
+  constexpr std::string_view swa_source =
+      "llama.cpp src/llama-kv-cache-iswa.cpp (size_swa: the window and a micro-batch, padded to 256)";
+  constexpr std::string_view swa_formula =
+      "2·b·min(⌈s/256⌉·256, ⌈(window + ubatch)/256⌉·256) × row bytes";
   Branch kv(d);
-  if (where.first_gpu_layer < m.num_layers) {
-    kv.leaf(per_layer, m.num_layers - where.first_gpu_layer, [&] {
+  if (layout.gpu_full > 0) {
+    kv.leaf(per_layer, layout.gpu_full, [&] {
       return LeafText{
           "layers", fmt::format("K and V of each offloaded layer in {}, {} cells per sequence", type, cells),
-          "2·b·⌈s/256⌉·256 × K/V row bytes", std::string(kv_source)};
+          "2·b·⌈s/256⌉·256 × row bytes", std::string(kv_source)};
+    });
+  }
+  if (layout.gpu_swa > 0) {
+    kv.leaf(per_swa_layer, layout.gpu_swa, [&] {
+      return LeafText{
+          "sliding_window_layers",
+          fmt::format("K and V of each offloaded sliding-window layer in {}, {} cells per sequence", type,
+                      layout.swa_cells),
+          std::string(swa_formula), std::string(swa_source)};
     });
   }
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
-    return fmt::format("llama.cpp cache: {} cells × {} sequences in {} (a {}-value row is {} B)", cells,
-                       w.batch, type, width, row);
+    return fmt::format("llama.cpp cache: {} cells × {} sequences in {} (a {}-value row is {} B){}", cells,
+                       w.batch, type, width, row,
+                       layout.swa_cells > 0
+                           ? fmt::format("; sliding-window layers {} cells per sequence", layout.swa_cells)
+                           : "");
   });
   // The compute buffer as modelled is the all-on-GPU one; a partial offload
   // splits it between the backends.
@@ -1020,11 +1038,18 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
                             fmt::format("{} × {} B ({})", p.expr, bits_of(p.dtype) / 8, name_of(p.dtype)),
                             std::string(quant_source(QuantKind::gguf))));
     }
-    if (where.first_gpu_layer > 0) {
+    if (layout.host_full > 0) {
       b.host.push_back(
           leaf("kv_cache.layers",
-               fmt::format("K and V of the {} layers kept on the CPU, in {}", where.first_gpu_layer, type),
-               per_layer, where.first_gpu_layer, "2·b·⌈s/256⌉·256 × K/V row bytes", std::string(kv_source)));
+               fmt::format("K and V of the {} layers kept on the CPU, in {}", layout.host_full, type),
+               per_layer, layout.host_full, "2·b·⌈s/256⌉·256 × row bytes", std::string(kv_source)));
+    }
+    if (layout.host_swa > 0) {
+      b.host.push_back(leaf("kv_cache.sliding_window_layers",
+                            fmt::format("K and V of the {} sliding-window layers kept on the CPU, in {}",
+                                        layout.host_swa, type),
+                            per_swa_layer, layout.host_swa, std::string(swa_formula),
+                            std::string(swa_source)));
     }
     for (const Node& n : b.host) b.host_bytes = checked_add(b.host_bytes, n.bytes);
     b.assumptions.emplace_back(

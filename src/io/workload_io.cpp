@@ -926,12 +926,14 @@ void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) 
              "unquantized file)");
   }
   // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
-  // architectures have no window); Gemma 2 uses its sliding-window cache.
-  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2) {
+  // architectures have no window); Gemma 2 uses its sliding-window cache
+  // on the even layers (llamacpp_kv).
+  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2 &&
+      model.sliding_window_layers != (model.num_layers + 1) / 2) {
     conflict(origin,
-             fmt::format("{} has sliding-window layers; llama.cpp's sliding-window cache (Gemma 2) is "
-                         "not modelled yet",
-                         model.name));
+             fmt::format("{} has {} sliding-window layers of {}; llama.cpp's Gemma 2 slides every other "
+                         "layer",
+                         model.name, model.sliding_window_layers, model.num_layers));
   }
   if (in.kv_dtype && w.kv_dtype == DType::fp8) {
     conflict(in.kv_dtype->origin,

@@ -129,6 +129,8 @@ int main() {
                           {"zero", "1"},
                           {"dp", "8"}}),
       make("gemma-2-9b", {{"mode", "infer"}, {"attention", "eager"}, {"batch", "8"}}),
+      make("gemma-2-9b",
+           {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"gpu_layers", "20"}, {"seq", "8192"}}),
       make("llama-3.1-70b", {{"mode", "infer"}, {"dtype", "fp8"}, {"kv_dtype", "fp8"}, {"batch", "16"}}),
       make("llama-3.1-8b", {{"quant", "bnb-nf4-dq"}, {"batch", "4"}}),
       make("llama-3.1-8b", {{"quant", "gptq:4:128"}}),

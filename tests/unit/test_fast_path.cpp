@@ -115,6 +115,8 @@ std::vector<Settings> grid() {
           {{"engine", "llamacpp"}, {"quant", "gguf:Q6_K"}, {"kv_dtype", kv}, {"gpu_layers", layers}});
     }
   }
+  out.push_back({{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"ubatch", "2048"}, {"seq", "8192"}});
+  out.push_back({{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"batch", "3"}, {"seq", "5000"}});
   for (const char* loss : {"chunked", "chunked:1", "chunked:3"}) {
     for (const auto& [batch, seq] : k_sizes) {
       out.push_back({{"mode", "train"}, {"loss", loss}, {"batch", batch}, {"seq", seq}});

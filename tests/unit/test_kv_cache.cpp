@@ -32,6 +32,36 @@ TEST_CASE("kv cache: sliding-window layers hold at most the window", "[kv_cache]
   CHECK(kv_cache_bytes(mistral, test::workload(mistral, {{"seq", "8192"}})) == 32ULL * 4096 * 4096);
 }
 
+TEST_CASE("kv cache: llama.cpp gives Gemma 2's sliding layers their own cache", "[kv_cache][llamacpp]") {
+  // gemma-2-9b: 21 full and 21 sliding layers (the even ones), f16 rows of
+  // 8 × 256 values. A sliding layer holds ⌈(4096 + 512)/256⌉·256 = 4608
+  // cells per sequence (llama-kv-cache-iswa.cpp size_swa).
+  const ModelSpec gemma = load_model("gemma-2-9b");
+  auto kv = [&](std::initializer_list<std::pair<std::string, std::string>> extra) {
+    WorkloadInput in;
+    for (const auto& [k, v] :
+         {std::pair<std::string, std::string>{"engine", "llamacpp"}, {"quant", "gguf:Q8_0"}})
+      set_from_text(in, k, v, "--" + k);
+    for (const auto& [k, v] : extra) set_from_text(in, k, v, "--" + k);
+    return kv_cache_bytes(gemma, resolve(gemma, in).workload);
+  };
+  constexpr std::uint64_t row = 2 * 8 * 256 * 2;  // K and V, bytes per cell
+  CHECK(kv({{"seq", "8192"}}) == row * (21 * 8192 + 21 * 4608));
+  // Two sequences: a stream each.
+  CHECK(kv({{"seq", "8192"}, {"batch", "2"}}) == 2 * row * (21 * 8192 + 21 * 4608));
+  // A larger micro-batch widens the window's cache: 4096 + 2048 = 6144.
+  CHECK(kv({{"seq", "8192"}, {"ubatch", "2048"}}) == row * (21 * 8192 + 21 * 6144));
+  // A context shorter than the window: both caches are the context.
+  CHECK(kv({{"seq", "3000"}}) == row * 42 * 3072);
+  // --gpu-layers 10: the output and blocks 33 … 41 on the GPU, of which
+  // 34, 36, 38 and 40 slide.
+  CHECK(kv({{"seq", "8192"}, {"gpu_layers", "10"}}) == row * (5 * 8192 + 4 * 4608));
+  const LlamaCppKv layout = llamacpp_kv(
+      gemma, test::workload(gemma, {{"engine", "llamacpp"}, {"quant", "gguf:Q8_0"}, {"gpu_layers", "10"}}));
+  CHECK(layout.host_swa == 17);
+  CHECK(layout.host_full == 16);
+}
+
 TEST_CASE("kv cache grows with batch and context", "[kv_cache][property]") {
   const ModelSpec m = load_model("qwen2.5-7b");
   const std::uint64_t one = kv_cache_bytes(m, test::workload(m, {{"seq", "1000"}}));
