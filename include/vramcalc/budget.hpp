@@ -72,12 +72,17 @@ struct Phase {
 /// gives (docs/formulas.md, "vLLM's KV pool"). Zero for other engines.
 struct ServingPool {
   bool present = false;
-  std::uint64_t requested = 0;           ///< total memory × gpu_memory_utilization
-  std::uint64_t non_kv = 0;              ///< weights + profiled activation peak + non-torch memory
-  std::uint64_t available = 0;           ///< requested − non_kv, 0 when that is negative
-  std::uint64_t block_bytes = 0;         ///< one block of every layer's K and V
-  std::uint64_t kv_blocks = 0;           ///< blocks in the pool
-  std::uint64_t kv_tokens = 0;           ///< kv_blocks × block size
+  std::uint64_t requested = 0;    ///< total memory × gpu_memory_utilization
+  std::uint64_t non_kv = 0;       ///< weights + profiled activation peak + non-torch memory
+  std::uint64_t available = 0;    ///< requested − non_kv, 0 when that is negative
+  std::uint64_t block_bytes = 0;  ///< one block of K and V in each of the pool's tensors
+  std::uint64_t kv_tensors = 0;   ///< the pool's tensors: every layer's, or one per layer of a group
+  std::uint64_t kv_groups = 1;    ///< KV cache groups drawing on the pool (hybrid models: several)
+  std::uint64_t kv_blocks = 0;    ///< blocks in the pool
+  std::uint64_t kv_tokens = 0;    ///< ⌊kv_blocks / KV cache groups⌋ × block size
+  /// Whether kv_tokens is also the longest max_model_len that fits (one
+  /// group of full-attention layers).
+  bool kv_tokens_exact = true;
   std::uint64_t blocks_per_request = 0;  ///< blocks one request of --seq tokens needs
   std::uint64_t shared_blocks = 0;       ///< full blocks of the shared prefix, stored once
   double max_concurrency = 0;            ///< requests of --seq tokens the pool holds at once

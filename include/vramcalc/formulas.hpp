@@ -189,13 +189,27 @@ struct VllmLoraSlots {
 /// Mistral, and Phi3ForCausalLM; Qwen2, Qwen3 and Gemma list none).
 [[nodiscard]] bool vllm_lora_embeddings(const ModelSpec& m);
 
+/// vLLM's KV cache groups (v1/core/kv_cache_utils.py get_kv_cache_groups):
+/// one group of every layer when the layers share one spec; a hybrid model
+/// buckets its full and sliding-window layers and splits each bucket into
+/// groups of `size` layers (the smaller bucket, or the larger when it is
+/// under 1.5 times the smaller; _get_kv_cache_groups_uniform_page_size). The
+/// pool has `size` tensors, each shared by one layer of every group.
+struct VllmKvGroups {
+  std::uint64_t size = 0;     ///< layers per group: the pool's tensors
+  std::uint64_t full = 0;     ///< full-attention groups
+  std::uint64_t sliding = 0;  ///< sliding-window groups
+};
+[[nodiscard]] VllmKvGroups vllm_kv_groups(const ModelSpec& m);
+
 /// vLLM V1's KV pool from the GPU's total memory (vllm v1/worker/gpu_worker.py
 /// determine_available_memory; v1/core/kv_cache_utils.py get_num_blocks,
 /// get_max_concurrency_for_kv_cache_config): requested = total × utilization;
 /// available = requested − (weights + activation_peak + non-torch);
-/// blocks = ⌊⌊available / page⌋ / layers⌋; a request of s tokens needs
-/// ⌈s / block_size⌉ blocks (sliding-window models: the window plus a batch
-/// of tokens, plus one); max concurrency = blocks / that.
+/// blocks = ⌊⌊available / page⌋ / group size⌋; a request of s tokens needs
+/// ⌈s / block_size⌉ blocks in each full group (in each sliding-window group
+/// the window plus a batch of tokens, plus one); max concurrency = blocks /
+/// that; tokens = ⌊blocks / groups⌋ · block_size.
 [[nodiscard]] ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
                                     std::uint64_t activation_peak);
 

@@ -990,8 +990,7 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
       "src/llama-context.cpp (n_ctx padded to 256)";
   constexpr std::string_view swa_source =
       "llama.cpp src/llama-kv-cache-iswa.cpp (size_swa: the window and a micro-batch, padded to 256)";
-  constexpr std::string_view swa_formula =
-      "2·b·min(⌈s/256⌉·256, ⌈(window + ubatch)/256⌉·256) × row bytes";
+  constexpr std::string_view swa_formula = "2·b·min(⌈s/256⌉·256, ⌈(window + ubatch)/256⌉·256) × row bytes";
   Branch kv(d);
   if (layout.gpu_full > 0) {
     kv.leaf(per_layer, layout.gpu_full, [&] {
@@ -1160,15 +1159,24 @@ Moments vllm(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t 
   const ServingPool pool = vllm_pool(m, w, out.get(Component::weights), peak);
   out.serving = pool;
   const std::uint64_t page = vllm_page_bytes(m, w);
+  const VllmKvGroups groups = vllm_kv_groups(m);
   Branch kv(d);
-  kv.leaf(checked_mul(page, pool.kv_blocks), m.num_layers, [&] {
+  kv.leaf(checked_mul(page, pool.kv_blocks), groups.size, [&] {
+    const bool hybrid = groups.full + groups.sliding > 1;
     return LeafText{
         "pool",
-        fmt::format("KV block pool: {} blocks of {} tokens per layer, blocks = ⌊⌊available / page⌋ / "
-                    "layers⌋",
-                    format_thousands(pool.kv_blocks), w.vllm.block_size),
+        hybrid
+            ? fmt::format(
+                  "KV block pool: {} tensors, each shared by one layer of each of {} groups ({} full, "
+                  "{} sliding-window), {} blocks of {} tokens",
+                  groups.size, groups.full + groups.sliding, groups.full, groups.sliding,
+                  format_thousands(pool.kv_blocks), w.vllm.block_size)
+            : fmt::format("KV block pool: {} blocks of {} tokens per layer, blocks = ⌊⌊available / page⌋ / "
+                          "layers⌋",
+                          format_thousands(pool.kv_blocks), w.vllm.block_size),
         fmt::format("blocks·2·block·k·d × {} B ({})", bits_of(w.kv_dtype) / 8, name_of(w.kv_dtype)),
-        "vllm v1/core/kv_cache_utils.py get_num_blocks; v1/kv_cache_interface.py page_size_bytes"};
+        "vllm v1/core/kv_cache_utils.py get_kv_cache_groups, get_num_blocks; v1/kv_cache_interface.py "
+        "page_size_bytes"};
   });
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
@@ -1442,8 +1450,10 @@ FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others)
     v.headroom = -static_cast<std::int64_t>(std::min(short_by, max));
     v.reason = fmt::format(
         "vLLM refuses to start: one request of max_model_len needs {} KV blocks, the pool "
-        "holds {}; the longest max_model_len that fits is {} (--seq)",
-        s.blocks_per_request, s.kv_blocks, s.kv_tokens);
+        "holds {}; {}",
+        s.blocks_per_request, s.kv_blocks,
+        s.kv_tokens_exact ? fmt::format("the longest max_model_len that fits is {} (--seq)", s.kv_tokens)
+                          : std::string("lower --seq or raise --gpu-memory-utilization"));
   }
   return v;
 }

@@ -94,18 +94,31 @@ VllmLoraSlots vllm_lora_slots(const ModelSpec& m, const Workload& w) {
   return s;
 }
 
+VllmKvGroups vllm_kv_groups(const ModelSpec& m) {
+  const std::uint64_t sliding = m.sliding_window_layers;
+  const std::uint64_t full = m.num_layers - sliding;
+  if (sliding == 0) return {m.num_layers, 1, 0};
+  if (full == 0) return {m.num_layers, 0, 1};
+  const std::uint64_t small = std::min(full, sliding);
+  const std::uint64_t large = std::max(full, sliding);
+  const std::uint64_t size = 2 * large < 3 * small ? large : small;
+  return {size, ceil_div(full, size), ceil_div(sliding, size)};
+}
+
 namespace {
 
-// Blocks one request of max_model_len tokens can occupy: the whole context
-// for full attention (FullAttentionSpec.max_memory_usage_bytes); for
-// sliding-window layers the window, a step's worth of new tokens and one
-// block for the window's unaligned start (SlidingWindowSpec).
-std::uint64_t blocks_per_request(const ModelSpec& m, const Workload& w) {
+// Blocks one request of max_model_len tokens takes from the pool: in each
+// full-attention group the whole context (FullAttentionSpec
+// max_memory_usage_bytes); in each sliding-window group the window, a
+// step's worth of new tokens and one block for the window's unaligned start
+// (SlidingWindowSpec); summed over the groups (get_max_concurrency_for_kv_cache_config).
+std::uint64_t blocks_per_request(const ModelSpec& m, const Workload& w, const VllmKvGroups& g) {
   const std::uint64_t bs = w.vllm.block_size;
-  if (m.sliding_window_layers == 0) return ceil_div(w.seq, bs);
+  const std::uint64_t full = ceil_div(w.seq, bs);
+  if (g.sliding == 0) return checked_mul(g.full, full);
   const std::uint64_t tokens =
       std::min(checked_add(m.sliding_window - 1, w.vllm.max_num_batched_tokens), w.seq);
-  return ceil_div(tokens, bs) + 1;
+  return checked_add(checked_mul(g.full, full), checked_mul(g.sliding, ceil_div(tokens, bs) + 1));
 }
 
 }  // namespace
@@ -119,11 +132,18 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   p.requested = checked_mul(w.vllm.gpu_total, w.vllm.utilization_ppm) / 1'000'000;
   p.non_kv = checked_add(checked_add(weights, activation_peak), w.vllm.non_torch);
   p.available = p.requested > p.non_kv ? p.requested - p.non_kv : 0;
+  // A block id spans one page in each of group_size tensors; every group
+  // draws from the same pool (get_kv_cache_config_from_groups), and a
+  // token needs a block in each group.
   const std::uint64_t page = vllm_page_bytes(m, w);
-  p.block_bytes = checked_mul(page, m.num_layers);
-  p.kv_blocks = p.available / page / m.num_layers;
-  p.kv_tokens = checked_mul(p.kv_blocks, w.vllm.block_size);
-  p.blocks_per_request = blocks_per_request(m, w);
+  const VllmKvGroups g = vllm_kv_groups(m);
+  p.block_bytes = checked_mul(page, g.size);
+  p.kv_blocks = p.available / page / g.size;
+  p.kv_tokens = checked_mul(p.kv_blocks / (g.full + g.sliding), w.vllm.block_size);
+  p.blocks_per_request = blocks_per_request(m, w, g);
+  p.kv_tokens_exact = g.sliding == 0;
+  p.kv_groups = g.full + g.sliding;
+  p.kv_tensors = g.size;
   // Prefix caching: every request's full blocks of the shared prompt are
   // the same cached blocks (v1/core/kv_cache_manager.py; block hashes per
   // full block), so only the rest is per request.

@@ -846,11 +846,6 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
              "vLLM schedules requests itself; the plan reports how many of --seq tokens fit at once "
              "(max_concurrency). Use --max-num-seqs to cap a step's sequences");
   }
-  if (model.sliding_window_layers > 0 && model.sliding_window_layers < model.num_layers) {
-    conflict(origin, fmt::format("{} mixes sliding-window and full-attention layers; vLLM's hybrid KV "
-                                 "groups are not modelled yet",
-                                 model.name));
-  }
   // --batch has no meaning here; its default is not one of the plan's.
   std::erase(r.defaulted, std::string("batch"));
   // vLLM's max_model_len defaults to the config's max_position_embeddings

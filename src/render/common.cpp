@@ -142,9 +142,18 @@ std::string serving_lines(const PlanResult& p) {
       "non-torch memory\n",
       format_gib(s.requested), format_gib(w.vllm.gpu_total),
       static_cast<double>(w.vllm.utilization_ppm) / 1e6, format_gib(s.non_kv));
-  out += fmt::format("KV pool         {:>10} blocks × {} tokens = {} tokens ({} per block over all layers)\n",
-                     format_thousands(s.kv_blocks), w.vllm.block_size, format_thousands(s.kv_tokens),
-                     format_bytes(s.block_bytes));
+  if (s.kv_groups > 1) {
+    out += fmt::format(
+        "KV pool         {:>10} blocks × {} tokens for {} layer groups = {} tokens ({} per block over {} "
+        "shared tensors)\n",
+        format_thousands(s.kv_blocks), w.vllm.block_size, s.kv_groups, format_thousands(s.kv_tokens),
+        format_bytes(s.block_bytes), s.kv_tensors);
+  } else {
+    out +=
+        fmt::format("KV pool         {:>10} blocks × {} tokens = {} tokens ({} per block over all layers)\n",
+                    format_thousands(s.kv_blocks), w.vllm.block_size, format_thousands(s.kv_tokens),
+                    format_bytes(s.block_bytes));
+  }
   out +=
       fmt::format("max concurrency {:>10.2f}x requests of {} tokens ({} blocks each{})\n", s.max_concurrency,
                   format_thousands(w.seq), s.blocks_per_request - s.shared_blocks,

@@ -175,6 +175,7 @@ json plan_json(const PlanResult& p) {
                     {"blocks_per_request", s.blocks_per_request},
                     {"shared_prefix_blocks", s.shared_blocks},
                     {"block_bytes", s.block_bytes},
+                    {"kv_groups", s.kv_groups},
                     {"requested_bytes", s.requested},
                     {"non_kv_bytes", s.non_kv},
                     {"available_kv_bytes", s.available}};

@@ -150,7 +150,8 @@ TEST_CASE("vllm: bad engine arguments are rejected at the boundary", "[vllm]") {
       "--max_num_seqs", "≥ max_num_seqs");
   rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"kv_dtype", "q8_0"}}, "--kv_dtype", "llama.cpp");
   const ModelSpec gemma = load_model("gemma-2-9b");
-  CHECK_THROWS_AS(test::request(gemma, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}), InputError);
+  test::check_rejects(gemma, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "100"}},
+                      "--shared_prefix", "sliding");
   WorkloadInput in;
   for (const char* bad : {"0", "1.5", "-0.2", "abc", "0.0000001"}) {
     CHECK_THROWS_AS(set_from_text(in, "gpu_memory_utilization", bad, "--gpu-memory-utilization"), InputError);
@@ -309,4 +310,58 @@ TEST_CASE("vllm: bad LoRA serving arguments", "[vllm][lora]") {
     CHECK_THROWS_AS(set_from_text(in, "lora_extra_vocab_size", bad, "--lora-extra-vocab-size"), InputError);
   }
   CHECK_THROWS_AS(set_from_text(in, "max_loras", "0", "--max-loras"), InputError);
+}
+
+TEST_CASE("vllm: a hybrid model's layers share the pool in groups", "[vllm][hybrid]") {
+  // get_kv_cache_groups: buckets of full and sliding layers, groups of the
+  // smaller bucket's size unless the larger is under 1.5 times it.
+  ModelSpec m = load_model("gemma-2-9b");
+  VllmKvGroups g = vllm_kv_groups(m);
+  CHECK(g.size == 21);
+  CHECK(g.full == 1);
+  CHECK(g.sliding == 1);
+  m.num_layers = 62;  // Gemma-3-27B's shape: 10 full, 52 sliding
+  m.sliding_window_layers = 52;
+  g = vllm_kv_groups(m);
+  CHECK(g.size == 10);
+  CHECK(g.full == 1);
+  CHECK(g.sliding == 6);  // 52 layers in 6 groups of 10, 8 padding layers
+  m.num_layers = 36;      // 16 full, 20 sliding: 20 < 1.5 × 16
+  m.sliding_window_layers = 20;
+  g = vllm_kv_groups(m);
+  CHECK(g.size == 20);
+  CHECK(g.full == 1);
+  CHECK(g.sliding == 1);
+  m.sliding_window_layers = 0;
+  g = vllm_kv_groups(m);
+  CHECK(g.size == 36);
+  CHECK(g.full == 1);
+  CHECK(g.sliding == 0);
+}
+
+TEST_CASE("vllm: Gemma 2's pool with 20 GiB available, by hand", "[vllm][hybrid]") {
+  // gemma-2-9b, bf16, 16-token blocks: a page is 2·16·8·256·2 = 131,072 B.
+  // 20 GiB / page / 21 tensors = 7,801 blocks. A request of 8,192 tokens
+  // takes 512 blocks in the full group and ⌈min(4095 + 8192, 8192)/16⌉ + 1
+  // = 513 in the sliding one; tokens are ⌊7801 / 2⌋ · 16 = 62,400.
+  const ModelSpec m = load_model("gemma-2-9b");
+  Workload w =
+      test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "8192"}});
+  w.vllm.utilization_ppm = 1'000'000;
+  w.vllm.non_torch = 0;
+  const std::uint64_t avail = 20ULL << 30;
+  const ServingPool p = vllm_pool(m, w, w.vllm.gpu_total - avail, 0);
+  CHECK(p.available == avail);
+  CHECK(p.block_bytes == 21ULL * 131072);
+  CHECK(p.kv_blocks == 7801);
+  CHECK(p.blocks_per_request == 1025);
+  CHECK(p.kv_tokens == 62400);
+  CHECK(p.max_concurrency == Approx(7801.0 / 1025));
+  CHECK_FALSE(p.kv_tokens_exact);
+  // A smaller step shrinks the sliding group's share: ⌈6143/16⌉ + 1 = 385.
+  w.vllm.max_num_batched_tokens = 2048;
+  CHECK(vllm_pool(m, w, w.vllm.gpu_total - avail, 0).blocks_per_request == 512 + 385);
+  // The pool's bytes are the blocks in each of the 21 shared tensors.
+  const Budget b = estimate(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
+  CHECK(test::component(b, Component::kv_cache) == b.serving.kv_blocks * 21 * 131072);
 }
