@@ -23,6 +23,12 @@ inline const char* const k_tiny_llama = R"({
 inline const char* const k_tiny_gpt2 = R"({
   "model_type": "gpt2", "vocab_size": 10, "n_embd": 8, "n_layer": 2, "n_head": 2, "n_positions": 6})";
 
+/// Whether plans of `m` are modelled: mixture-of-experts and latent-attention
+/// layers are counted but not yet planned (the input boundary refuses them).
+inline bool plannable(const ModelSpec& m) {
+  return m.experts == 0 && m.kv_lora_rank == 0;
+}
+
 inline ModelSpec model(const std::string& json, const std::string& name = "tiny") {
   return parse_model(json, name + ".json", name);
 }

@@ -13,7 +13,20 @@ namespace vramcalc {
 
 /// The Hugging Face `model_type`s vramcalc reads. Each selects the module
 /// layout of that family in transformers (biases, norms, fused projections).
-enum class ModelType : std::uint8_t { llama, mistral, qwen2, qwen3, gemma, gemma2, phi3, gpt2 };
+enum class ModelType : std::uint8_t {
+  llama,
+  mistral,
+  qwen2,
+  qwen3,
+  gemma,
+  gemma2,
+  phi3,
+  gpt2,
+  mixtral,      ///< Mixtral: every layer's MLP is a mixture of experts
+  qwen3_moe,    ///< Qwen3-MoE: Qwen3 attention, experts in every sparse layer
+  deepseek_v3,  ///< DeepSeek-V3: multi-head latent attention, dense first layers, shared experts
+  gpt_oss,      ///< gpt-oss: biased attention with sinks, biased router and experts
+};
 
 /// Normalisation layer kind.
 enum class NormKind : std::uint8_t {
@@ -65,6 +78,31 @@ struct ModelSpec {
   double embedding_dropout = 0.0;        ///< probability on the embedding output
   double attn_logit_softcapping = 0.0;   ///< Gemma 2; 0 when absent
   double final_logit_softcapping = 0.0;  ///< Gemma 2; 0 when absent
+
+  // Mixture of experts: experts == 0 for a dense model.
+  std::uint64_t experts = 0;              ///< routed experts per MoE layer
+  std::uint64_t experts_per_token = 0;    ///< top-k routing
+  std::uint64_t expert_intermediate = 0;  ///< one expert's MLP width
+  /// The shared experts' MLP width, always active (DeepSeek:
+  /// moe_intermediate_size × n_shared_experts); 0 without.
+  std::uint64_t shared_expert_intermediate = 0;
+  /// The first layers keep a dense MLP of intermediate_size
+  /// (DeepSeek's first_k_dense_replace); the rest are MoE layers.
+  std::uint64_t dense_layers = 0;
+  bool router_bias = false;        ///< a bias on the router (gpt-oss)
+  bool expert_bias = false;        ///< biases on the experts' projections (gpt-oss)
+  bool router_score_bias = false;  ///< DeepSeek's e_score_correction_bias buffer per router
+  bool attention_sinks = false;    ///< one learned sink logit per head (gpt-oss)
+
+  // Multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank == 0 otherwise.
+  std::uint64_t q_lora_rank = 0;  ///< 0: a plain q_proj
+  std::uint64_t kv_lora_rank = 0;
+  std::uint64_t qk_nope_head_dim = 0;
+  std::uint64_t qk_rope_head_dim = 0;
+  std::uint64_t v_head_dim = 0;
+  /// Multi-token prediction modules the checkpoint carries
+  /// (num_nextn_predict_layers); counted apart from the main model.
+  std::uint64_t mtp_layers = 0;
 
   bool operator==(const ModelSpec&) const = default;
 };

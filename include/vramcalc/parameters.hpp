@@ -17,7 +17,12 @@
 
 namespace vramcalc {
 
-enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head };
+enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head, mtp };
+
+/// Which decoder layers hold a layer tensor: every layer, only the dense
+/// ones or only the MoE ones (DeepSeek's first layers are dense); `expert`
+/// is one routed expert's tensor in every MoE layer.
+enum class LayerKind : std::uint8_t { every, dense, moe, expert };
 
 /// One kind of weight tensor. A 2-D weight is rows × cols (out × in); a
 /// vector (norm weight, bias) has cols == 1 and matrix == false.
@@ -29,6 +34,8 @@ struct ParamTensor {
   bool matrix = false;
   std::uint64_t count = 1;  ///< instances in the model (num_layers for per-layer tensors)
   bool in_by_out = false;   ///< stored inputs × outputs (GPT-2's Conv1D), not outputs × inputs
+  LayerKind kind = LayerKind::every;
+  std::uint64_t layers = 0;  ///< decoder layers holding it (layer scope); count / layers per layer
 
   [[nodiscard]] std::uint64_t elements() const;  ///< rows × cols, checked
   [[nodiscard]] std::uint64_t total() const;     ///< elements × count, checked
@@ -36,7 +43,7 @@ struct ParamTensor {
 
 /// The most tensor kinds one architecture has: 20 for a Llama-style decoder
 /// with every optional bias and norm and an untied head; 17 for GPT-2.
-inline constexpr std::size_t k_max_param_tensors = 24;
+inline constexpr std::size_t k_max_param_tensors = 32;
 
 /// Parameter tensor kinds in fixed storage: no heap allocation, for the
 /// paths that must not allocate (estimate_totals). A contiguous range, so it
@@ -71,9 +78,25 @@ class ParamTensorList {
 /// phi3: fused qkv (a·d + 2·k·d)·h and gate_up 2I·h, same totals.
 /// gpt2: wte V·h, wpe n_positions·h, Conv1D weights with biases, LayerNorm
 ///   weight and bias, tied head.
+/// MoE (mixtral, qwen3_moe, deepseek_v3, gpt_oss): the MLP of each MoE layer
+///   is a router E·h (with gpt-oss's bias E, DeepSeek's e_score_correction_bias
+///   buffer E), E experts of gate, up I_e·h and down h·I_e each (gpt-oss: a
+///   fused gate_up 2I_e·h with biases), and DeepSeek's shared expert of width
+///   I_s; DeepSeek's first dense_layers keep a dense MLP of I.
+/// MLA (deepseek_v3): q_a r_q·h, q_a norm r_q, q_b a·(d_nope + d_rope)·r_q,
+///   kv_a (r_kv + d_rope)·h, kv_a norm r_kv, kv_b a·(d_nope + d_v)·r_kv,
+///   o h·a·d_v.
+/// The multi-token-prediction module is not part of this list
+/// (mtp_parameter_tensor_list).
 /// Source: transformers src/transformers/models/<type>/modeling_<type>.py
 /// (module __init__ methods); totals checked in tests/reference.
 [[nodiscard]] ParamTensorList parameter_tensor_list(const ModelSpec& m);
+
+/// DeepSeek-V3's multi-token-prediction modules as the checkpoint stores
+/// them (layer 61; README_WEIGHTS.md): per module enorm and hnorm h, eh_proj
+/// h·2h, one MoE decoder layer, shared_head norm h, and its own copies of
+/// the embedding and output head V·h. Empty without mtp_layers.
+[[nodiscard]] ParamTensorList mtp_parameter_tensor_list(const ModelSpec& m);
 
 /// parameter_tensor_list(m) as a std::vector.
 [[nodiscard]] std::vector<ParamTensor> parameter_tensors(const ModelSpec& m);
@@ -83,10 +106,16 @@ struct ParameterCount {
   std::uint64_t total = 0;
   std::uint64_t embedding = 0;           ///< token embedding (incl. a tied head)
   std::uint64_t position_embedding = 0;  ///< learned positions (GPT-2)
-  std::uint64_t per_layer = 0;           ///< one decoder layer
+  std::uint64_t per_layer = 0;           ///< one decoder layer: the largest, where layers differ
   std::uint64_t layers = 0;              ///< all decoder layers
   std::uint64_t final_norm = 0;
   std::uint64_t lm_head = 0;  ///< 0 when tied
+  /// Parameters one token's forward pass uses: all but the routed experts
+  /// it is not sent to (E − k of E in each MoE layer); the total for a
+  /// dense model. Embedding and output head count, as Mistral and Qwen
+  /// count them (gpt-oss's card leaves the embedding out).
+  std::uint64_t active = 0;
+  std::uint64_t mtp = 0;  ///< multi-token-prediction modules, not in total
 };
 
 [[nodiscard]] ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers);

@@ -15,12 +15,23 @@ CLI::App* setup_models(CLI::App& app) {
 }
 
 int run_models() {
-  std::string out = fmt::format("{:<18} {:<9} {:>17}  {}\n", "preset", "type", "parameters", "source");
+  std::string out = fmt::format("{:<18} {:<11} {:>17} {:>17}  {}\n", "preset", "type", "parameters",
+                                "active per token", "source");
+  std::string mtp;
   for (const PresetInfo& p : presets()) {
     const ModelSpec m = load_model(p.name);
-    out += fmt::format("{:<18} {:<9} {:>17}  {}\n", p.name, p.model_type,
-                       format_thousands(count_parameters(m).total), p.source);
+    const ParameterCount c = count_parameters(m);
+    out += fmt::format("{:<18} {:<11} {:>17} {:>17}  {}\n", p.name, p.model_type, format_thousands(c.total),
+                       format_thousands(c.active), p.source);
+    if (c.mtp > 0) {
+      mtp += fmt::format("{}: plus {} parameters of multi-token prediction, as the checkpoint stores them\n",
+                         p.name, format_thousands(c.mtp));
+    }
   }
+  out +=
+      "\nActive: what one token's forward pass uses (all but the routed experts it skips;\n"
+      "embedding and output head included).\n";
+  out += mtp;
   std::fwrite(out.data(), 1, out.size(), stdout);
   return k_exit_ok;
 }

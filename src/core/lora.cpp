@@ -62,6 +62,7 @@ ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w) {
         if (t.count == 0) continue;
         break;
       case ParamScope::final_norm:
+      case ParamScope::mtp:
         break;
     }
     out.push_back(t);

@@ -1,5 +1,7 @@
 #include "vramcalc/parameters.hpp"
 
+#include <algorithm>
+
 #include "core/arith.hpp"
 #include "vramcalc/units.hpp"
 
@@ -54,51 +56,157 @@ void add_gpt2(const ModelSpec& m, ParamTensorList& t) {
   t.push_back(vector("ln_f.bias", ParamScope::final_norm, h, 1));
 }
 
-// Llama-style decoders (transformers models/{llama,mistral,qwen2,qwen3,gemma,
-// gemma2,phi3}/modeling_*.py).
-void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
+// Attention of a Llama-style layer: q, k, v, o with the config's biases,
+// Qwen3's q/k norms and gpt-oss's sinks; MLA for DeepSeek. `count` layers.
+void add_attention(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint64_t count) {
   const std::uint64_t h = m.hidden_size;
-  const std::uint64_t I = m.intermediate_size;
-  const std::uint64_t L = m.num_layers;
+  if (m.kv_lora_rank > 0) {
+    // transformers models/deepseek_v3/modeling_deepseek_v3.py DeepseekV3Attention.
+    const std::uint64_t a = m.num_attention_heads;
+    const std::uint64_t qk = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
+    if (m.q_lora_rank > 0) {
+      t.push_back(matrix("self_attn.q_a_proj.weight", scope, m.q_lora_rank, h, count));
+      t.push_back(vector("self_attn.q_a_layernorm.weight", scope, m.q_lora_rank, count));
+      t.push_back(matrix("self_attn.q_b_proj.weight", scope, checked_mul(a, qk), m.q_lora_rank, count));
+    } else {
+      t.push_back(matrix("self_attn.q_proj.weight", scope, checked_mul(a, qk), h, count));
+    }
+    t.push_back(matrix("self_attn.kv_a_proj_with_mqa.weight", scope,
+                       checked_add(m.kv_lora_rank, m.qk_rope_head_dim), h, count));
+    t.push_back(vector("self_attn.kv_a_layernorm.weight", scope, m.kv_lora_rank, count));
+    t.push_back(matrix("self_attn.kv_b_proj.weight", scope,
+                       checked_mul(a, checked_add(m.qk_nope_head_dim, m.v_head_dim)), m.kv_lora_rank, count));
+    t.push_back(matrix("self_attn.o_proj.weight", scope, h, checked_mul(a, m.v_head_dim), count));
+    return;
+  }
   const std::uint64_t q_out = checked_mul(m.num_attention_heads, m.head_dim);
   const std::uint64_t kv_out = checked_mul(m.num_key_value_heads, m.head_dim);
-  const auto layer = ParamScope::layer;
-
-  t.push_back(matrix("embed_tokens.weight", ParamScope::embedding, m.vocab_size, h, 1));
   if (m.fused_qkv) {
     const std::uint64_t qkv = checked_add(q_out, checked_mul(2, kv_out));
-    t.push_back(matrix("self_attn.qkv_proj.weight", layer, qkv, h, L));
-    if (m.qkv_bias) t.push_back(vector("self_attn.qkv_proj.bias", layer, qkv, L));
+    t.push_back(matrix("self_attn.qkv_proj.weight", scope, qkv, h, count));
+    if (m.qkv_bias) t.push_back(vector("self_attn.qkv_proj.bias", scope, qkv, count));
   } else {
-    t.push_back(matrix("self_attn.q_proj.weight", layer, q_out, h, L));
-    t.push_back(matrix("self_attn.k_proj.weight", layer, kv_out, h, L));
-    t.push_back(matrix("self_attn.v_proj.weight", layer, kv_out, h, L));
+    t.push_back(matrix("self_attn.q_proj.weight", scope, q_out, h, count));
+    t.push_back(matrix("self_attn.k_proj.weight", scope, kv_out, h, count));
+    t.push_back(matrix("self_attn.v_proj.weight", scope, kv_out, h, count));
     if (m.qkv_bias) {
-      t.push_back(vector("self_attn.q_proj.bias", layer, q_out, L));
-      t.push_back(vector("self_attn.k_proj.bias", layer, kv_out, L));
-      t.push_back(vector("self_attn.v_proj.bias", layer, kv_out, L));
+      t.push_back(vector("self_attn.q_proj.bias", scope, q_out, count));
+      t.push_back(vector("self_attn.k_proj.bias", scope, kv_out, count));
+      t.push_back(vector("self_attn.v_proj.bias", scope, kv_out, count));
     }
   }
-  t.push_back(matrix("self_attn.o_proj.weight", layer, h, q_out, L));
-  if (m.o_bias) t.push_back(vector("self_attn.o_proj.bias", layer, h, L));
+  t.push_back(matrix("self_attn.o_proj.weight", scope, h, q_out, count));
+  if (m.o_bias) t.push_back(vector("self_attn.o_proj.bias", scope, h, count));
   if (m.qk_norm) {
-    t.push_back(vector("self_attn.q_norm.weight", layer, m.head_dim, L));
-    t.push_back(vector("self_attn.k_norm.weight", layer, m.head_dim, L));
+    t.push_back(vector("self_attn.q_norm.weight", scope, m.head_dim, count));
+    t.push_back(vector("self_attn.k_norm.weight", scope, m.head_dim, count));
   }
+  if (m.attention_sinks) t.push_back(vector("self_attn.sinks", scope, m.num_attention_heads, count));
+}
+
+// A dense gated MLP of width I in `count` layers.
+void add_dense_mlp(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint64_t count,
+                   LayerKind kind) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t I = m.intermediate_size;
+  auto tagged = [kind](ParamTensor p) {
+    p.kind = kind;
+    return p;
+  };
   if (m.type == ModelType::phi3) {
-    t.push_back(matrix("mlp.gate_up_proj.weight", layer, checked_mul(2, I), h, L));
+    t.push_back(tagged(matrix("mlp.gate_up_proj.weight", scope, checked_mul(2, I), h, count)));
   } else {
-    t.push_back(matrix("mlp.gate_proj.weight", layer, I, h, L));
-    t.push_back(matrix("mlp.up_proj.weight", layer, I, h, L));
+    t.push_back(tagged(matrix("mlp.gate_proj.weight", scope, I, h, count)));
+    t.push_back(tagged(matrix("mlp.up_proj.weight", scope, I, h, count)));
   }
-  t.push_back(matrix("mlp.down_proj.weight", layer, h, I, L));
+  t.push_back(tagged(matrix("mlp.down_proj.weight", scope, h, I, count)));
   if (m.mlp_bias) {
-    t.push_back(vector("mlp.gate_proj.bias", layer, I, L));
-    t.push_back(vector("mlp.up_proj.bias", layer, I, L));
-    t.push_back(vector("mlp.down_proj.bias", layer, h, L));
+    t.push_back(tagged(vector("mlp.gate_proj.bias", scope, I, count)));
+    t.push_back(tagged(vector("mlp.up_proj.bias", scope, I, count)));
+    t.push_back(tagged(vector("mlp.down_proj.bias", scope, h, count)));
+  }
+}
+
+// The MoE block of `count` layers (transformers modeling_mixtral.py
+// MixtralSparseMoeBlock, modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock,
+// modeling_deepseek_v3.py DeepseekV3MoE, modeling_gpt_oss.py GptOssMLP):
+// the router, E experts, and DeepSeek's shared expert.
+void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint64_t count) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t E = m.experts;
+  const std::uint64_t Ie = m.expert_intermediate;
+  const std::uint64_t each = checked_mul(count, E);
+  auto moe = [](ParamTensor p, LayerKind kind) {
+    p.kind = kind;
+    return p;
+  };
+  const auto per_expert = LayerKind::expert;
+  const auto block = LayerKind::moe;
+  switch (m.type) {
+    case ModelType::mixtral:
+      t.push_back(moe(matrix("block_sparse_moe.gate.weight", scope, E, h, count), block));
+      t.push_back(moe(matrix("block_sparse_moe.experts.w1.weight", scope, Ie, h, each), per_expert));
+      t.push_back(moe(matrix("block_sparse_moe.experts.w3.weight", scope, Ie, h, each), per_expert));
+      t.push_back(moe(matrix("block_sparse_moe.experts.w2.weight", scope, h, Ie, each), per_expert));
+      return;
+    case ModelType::gpt_oss:
+      t.push_back(moe(matrix("mlp.router.weight", scope, E, h, count), block));
+      if (m.router_bias) t.push_back(moe(vector("mlp.router.bias", scope, E, count), block));
+      t.push_back(moe(matrix("mlp.experts.gate_up_proj", scope, checked_mul(2, Ie), h, each), per_expert));
+      if (m.expert_bias) {
+        t.push_back(
+            moe(vector("mlp.experts.gate_up_proj_bias", scope, checked_mul(2, Ie), each), per_expert));
+      }
+      t.push_back(moe(matrix("mlp.experts.down_proj", scope, h, Ie, each), per_expert));
+      if (m.expert_bias) t.push_back(moe(vector("mlp.experts.down_proj_bias", scope, h, each), per_expert));
+      return;
+    default:
+      break;
+  }
+  t.push_back(moe(matrix("mlp.gate.weight", scope, E, h, count), block));
+  if (m.router_score_bias)
+    t.push_back(moe(vector("mlp.gate.e_score_correction_bias", scope, E, count), block));
+  t.push_back(moe(matrix("mlp.experts.gate_proj.weight", scope, Ie, h, each), per_expert));
+  t.push_back(moe(matrix("mlp.experts.up_proj.weight", scope, Ie, h, each), per_expert));
+  t.push_back(moe(matrix("mlp.experts.down_proj.weight", scope, h, Ie, each), per_expert));
+  if (m.shared_expert_intermediate > 0) {
+    const std::uint64_t Is = m.shared_expert_intermediate;
+    t.push_back(moe(matrix("mlp.shared_experts.gate_proj.weight", scope, Is, h, count), block));
+    t.push_back(moe(matrix("mlp.shared_experts.up_proj.weight", scope, Is, h, count), block));
+    t.push_back(moe(matrix("mlp.shared_experts.down_proj.weight", scope, h, Is, count), block));
+  }
+}
+
+// Llama-style decoders (transformers models/{llama,mistral,qwen2,qwen3,gemma,
+// gemma2,phi3}/modeling_*.py), and the MoE families built on them.
+void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t L = m.num_layers;
+  const auto layer = ParamScope::layer;
+  t.push_back(matrix("embed_tokens.weight", ParamScope::embedding, m.vocab_size, h, 1));
+  add_attention(m, t, layer, L);
+  if (m.experts == 0) {
+    add_dense_mlp(m, t, layer, L, LayerKind::every);
+  } else {
+    if (m.dense_layers > 0) add_dense_mlp(m, t, layer, m.dense_layers, LayerKind::dense);
+    add_moe(m, t, layer, L - m.dense_layers);
   }
   t.push_back(vector("layernorms.weight", layer, h, checked_mul(L, m.norms_per_layer)));
   t.push_back(vector("norm.weight", ParamScope::final_norm, h, 1));
+}
+
+// The layers each layer tensor sits in, from its kind.
+void set_layers(const ModelSpec& m, ParamTensorList& t) {
+  ParamTensorList out;
+  for (ParamTensor p : t) {
+    if (p.scope == ParamScope::layer) {
+      p.layers = p.kind == LayerKind::dense   ? m.dense_layers
+                 : p.kind == LayerKind::every ? m.num_layers
+                                              : m.num_layers - m.dense_layers;
+    }
+    out.push_back(p);
+  }
+  t = out;
 }
 
 }  // namespace
@@ -113,6 +221,25 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   if (!m.tie_word_embeddings) {
     t.push_back(matrix("lm_head.weight", ParamScope::lm_head, m.vocab_size, m.hidden_size, 1));
   }
+  set_layers(m, t);
+  return t;
+}
+
+ParamTensorList mtp_parameter_tensor_list(const ModelSpec& m) {
+  ParamTensorList t;
+  const std::uint64_t n = m.mtp_layers;
+  if (n == 0) return t;
+  const std::uint64_t h = m.hidden_size;
+  const auto scope = ParamScope::mtp;
+  t.push_back(matrix("mtp.embed_tokens.weight", scope, m.vocab_size, h, n));
+  t.push_back(vector("mtp.enorm.weight", scope, h, n));
+  t.push_back(vector("mtp.hnorm.weight", scope, h, n));
+  t.push_back(matrix("mtp.eh_proj.weight", scope, h, checked_mul(2, h), n));
+  add_attention(m, t, scope, n);
+  add_moe(m, t, scope, n);
+  t.push_back(vector("mtp.layernorms.weight", scope, h, checked_mul(n, m.norms_per_layer)));
+  t.push_back(vector("mtp.shared_head.norm.weight", scope, h, n));
+  t.push_back(matrix("mtp.shared_head.head.weight", scope, m.vocab_size, h, n));
   return t;
 }
 
@@ -123,7 +250,28 @@ std::vector<ParamTensor> parameter_tensors(const ModelSpec& m) {
 
 ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers) {
   ParameterCount c;
+  // One layer of each kind: tensors in every layer, plus the larger of a
+  // dense layer's MLP and an MoE layer's block.
+  std::uint64_t every = 0;
+  std::uint64_t dense = 0;
+  std::uint64_t moe = 0;
+  bool by_kind = false;
   for (const ParamTensor& p : tensors) {
+    if (p.scope == ParamScope::mtp) {
+      c.mtp = checked_add(c.mtp, p.total());
+      continue;
+    }
+    if (p.scope == ParamScope::layer && p.layers > 0 && p.kind != LayerKind::every) {
+      by_kind = true;
+      const std::uint64_t one = p.total() / p.layers;
+      if (p.kind == LayerKind::dense) {
+        dense = checked_add(dense, one);
+      } else {
+        moe = checked_add(moe, one);
+      }
+    } else if (p.scope == ParamScope::layer && p.layers > 0) {
+      every = checked_add(every, p.total() / p.layers);
+    }
     const std::uint64_t n = p.total();
     c.total = checked_add(c.total, n);
     switch (p.scope) {
@@ -142,14 +290,26 @@ ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint6
       case ParamScope::lm_head:
         c.lm_head = checked_add(c.lm_head, n);
         break;
+      case ParamScope::mtp:
+        break;
     }
   }
-  c.per_layer = num_layers == 0 ? 0 : c.layers / num_layers;
+  c.per_layer = by_kind           ? checked_add(every, std::max(dense, moe))
+                : num_layers == 0 ? 0
+                                  : c.layers / num_layers;
+  c.active = c.total;
   return c;
 }
 
 ParameterCount count_parameters(const ModelSpec& m) {
-  return count_parameters(parameter_tensor_list(m), m.num_layers);
+  const ParamTensorList tensors = parameter_tensor_list(m);
+  ParameterCount c = count_parameters(tensors, m.num_layers);
+  // A token reaches k of the E experts of each MoE layer.
+  for (const ParamTensor& p : tensors) {
+    if (p.kind == LayerKind::expert) c.active -= p.total() / m.experts * (m.experts - m.experts_per_token);
+  }
+  c.mtp = count_parameters(mtp_parameter_tensor_list(m), m.mtp_layers).mtp;
+  return c;
 }
 
 }  // namespace vramcalc

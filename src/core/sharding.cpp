@@ -73,6 +73,8 @@ std::string group_of(ParamScope s) {
       return "final_norm";
     case ParamScope::lm_head:
       return "lm_head";
+    case ParamScope::mtp:
+      return "mtp";
   }
   return "?";
 }

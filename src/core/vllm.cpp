@@ -44,6 +44,21 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp) {
   s.embedding_dropout = m.embedding_dropout;
   s.attn_logit_softcapping = m.attn_logit_softcapping;
   s.final_logit_softcapping = m.final_logit_softcapping;
+  s.experts = m.experts;
+  s.experts_per_token = m.experts_per_token;
+  s.expert_intermediate = m.expert_intermediate / tp;
+  s.shared_expert_intermediate = m.shared_expert_intermediate / tp;
+  s.dense_layers = m.dense_layers;
+  s.router_bias = m.router_bias;
+  s.expert_bias = m.expert_bias;
+  s.router_score_bias = m.router_score_bias;
+  s.attention_sinks = m.attention_sinks;
+  s.q_lora_rank = m.q_lora_rank;
+  s.kv_lora_rank = m.kv_lora_rank;
+  s.qk_nope_head_dim = m.qk_nope_head_dim;
+  s.qk_rope_head_dim = m.qk_rope_head_dim;
+  s.v_head_dim = m.v_head_dim;
+  s.mtp_layers = m.mtp_layers;
   return s;
 }
 

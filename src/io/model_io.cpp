@@ -39,6 +39,14 @@ std::string_view name_of(ModelType t) {
       return "phi3";
     case ModelType::gpt2:
       return "gpt2";
+    case ModelType::mixtral:
+      return "mixtral";
+    case ModelType::qwen3_moe:
+      return "qwen3_moe";
+    case ModelType::deepseek_v3:
+      return "deepseek_v3";
+    case ModelType::gpt_oss:
+      return "gpt_oss";
   }
   return "?";
 }
@@ -47,9 +55,10 @@ namespace {
 
 using io::JsonCursor;
 
-constexpr std::array k_model_types = {ModelType::llama, ModelType::mistral, ModelType::qwen2,
-                                      ModelType::qwen3, ModelType::gemma,   ModelType::gemma2,
-                                      ModelType::phi3,  ModelType::gpt2};
+constexpr std::array k_model_types = {ModelType::llama,     ModelType::mistral,     ModelType::qwen2,
+                                      ModelType::qwen3,     ModelType::gemma,       ModelType::gemma2,
+                                      ModelType::phi3,      ModelType::gpt2,        ModelType::mixtral,
+                                      ModelType::qwen3_moe, ModelType::deepseek_v3, ModelType::gpt_oss};
 
 std::vector<std::string> model_type_names() {
   std::vector<std::string> out;
@@ -108,6 +117,12 @@ std::uint64_t read_head_dim(const JsonCursor& root, ModelType type, std::uint64_
       return 256;  // GemmaConfig / Gemma2Config default
     case ModelType::qwen3:
       return 128;  // Qwen3Config default
+    case ModelType::gpt_oss:
+      return 64;  // GptOssConfig default
+    case ModelType::qwen3_moe:
+      throw InputError(
+          io::pointer_to(root, "head_dim"),
+          "missing: Qwen3-MoE configs give it (32 heads × 128 is not hidden_size 2048 in Qwen3-30B-A3B)");
     default:
       break;
   }
@@ -139,6 +154,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
   } else {
     switch (m.type) {
       case ModelType::mistral:
+      case ModelType::mixtral:
       case ModelType::phi3:
         layers = m.num_layers;
         break;
@@ -147,6 +163,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
         break;  // even-indexed layers
       case ModelType::qwen2:
       case ModelType::qwen3:
+      case ModelType::qwen3_moe:
         if (optional_bool(root, "use_sliding_window", false)) {
           std::uint64_t first = 0;
           if (auto c = root.find("max_window_layers")) first = c->non_negative_integer();
@@ -213,6 +230,80 @@ bool reads_rope_type(const JsonCursor& root, std::string_view rope_type) {
   return false;
 }
 
+std::uint64_t optional_count(const JsonCursor& root, std::string_view key, std::uint64_t fallback) {
+  if (auto c = root.find(key)) return c->non_negative_integer();
+  return fallback;
+}
+
+// Mixture-of-experts keys, as each family's configuration class names them
+// (configuration_mixtral.py, configuration_qwen3_moe.py,
+// configuration_deepseek_v3.py, configuration_gpt_oss.py).
+void read_moe(const JsonCursor& root, ModelSpec& m) {
+  switch (m.type) {
+    case ModelType::mixtral:
+      m.experts = root.at("num_local_experts").positive_integer();
+      m.expert_intermediate = m.intermediate_size;
+      break;
+    case ModelType::gpt_oss:
+      m.experts = root.at("num_local_experts").positive_integer();
+      m.expert_intermediate = m.intermediate_size;
+      m.router_bias = m.expert_bias = m.attention_sinks = true;
+      break;
+    case ModelType::qwen3_moe: {
+      m.experts = root.at("num_experts").positive_integer();
+      m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
+      // Qwen3MoeDecoderLayer: a layer is dense when listed in mlp_only_layers
+      // or off the decoder_sparse_step; only all-MoE layouts are modelled.
+      const std::uint64_t step = optional_count(root, "decoder_sparse_step", 1);
+      if (step != 1) {
+        throw InputError(io::pointer_to(root, "decoder_sparse_step"),
+                         fmt::format("{}: only every layer sparse (1) is modelled", step));
+      }
+      if (auto only = root.find("mlp_only_layers"); only && !only->json().empty()) {
+        only->fail("dense layers among MoE layers are not modelled yet (expected [])");
+      }
+      break;
+    }
+    case ModelType::deepseek_v3: {
+      m.experts = root.at("n_routed_experts").positive_integer();
+      m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
+      m.shared_expert_intermediate =
+          checked_mul(m.expert_intermediate, optional_count(root, "n_shared_experts", 0));
+      m.dense_layers = optional_count(root, "first_k_dense_replace", 0);
+      if (m.dense_layers >= m.num_layers) {
+        throw InputError(io::pointer_to(root, "first_k_dense_replace"),
+                         fmt::format("{} leaves no MoE layer of {}", m.dense_layers, m.num_layers));
+      }
+      const std::uint64_t freq = optional_count(root, "moe_layer_freq", 1);
+      if (freq != 1) {
+        throw InputError(
+            io::pointer_to(root, "moe_layer_freq"),
+            fmt::format("{}: only every layer after the dense ones sparse (1) is modelled", freq));
+      }
+      // DeepseekV3TopkRouter registers e_score_correction_bias, a buffer the
+      // checkpoint stores.
+      m.router_score_bias = true;
+      m.mtp_layers = optional_count(root, "num_nextn_predict_layers", 0);
+      // Multi-head latent attention (DeepseekV3Attention).
+      m.q_lora_rank = optional_count(root, "q_lora_rank", 0);
+      m.kv_lora_rank = root.at("kv_lora_rank").positive_integer();
+      m.qk_nope_head_dim = root.at("qk_nope_head_dim").positive_integer();
+      m.qk_rope_head_dim = root.at("qk_rope_head_dim").positive_integer();
+      m.v_head_dim = root.at("v_head_dim").positive_integer();
+      m.head_dim = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
+      break;
+    }
+    default:
+      return;
+  }
+  m.experts_per_token = root.at_any({"num_experts_per_tok", "experts_per_token"}).positive_integer();
+  if (m.experts_per_token > m.experts) {
+    throw InputError(
+        io::pointer_to(root, "num_experts_per_tok"),
+        fmt::format("{} experts per token, but only {} experts", m.experts_per_token, m.experts));
+  }
+}
+
 void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.hidden_size = root.at("hidden_size").positive_integer();
   m.intermediate_size = root.at("intermediate_size").positive_integer();
@@ -227,13 +318,15 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
                                  m.num_attention_heads, m.num_key_value_heads));
   }
   m.vocab_size = root.at("vocab_size").positive_integer();
-  m.head_dim = read_head_dim(root, m.type, m.hidden_size, m.num_attention_heads);
+  m.head_dim = m.type == ModelType::deepseek_v3
+                   ? 0
+                   : read_head_dim(root, m.type, m.hidden_size, m.num_attention_heads);
   m.max_position_embeddings = 2048;  // LlamaConfig default; most configs set it
   if (auto c = root.find("max_position_embeddings")) m.max_position_embeddings = c->positive_integer();
 
   m.norm = NormKind::rms_norm;
   m.norms_per_layer = m.type == ModelType::gemma2 ? 4 : 2;
-  m.qk_norm = m.type == ModelType::qwen3;
+  m.qk_norm = m.type == ModelType::qwen3 || m.type == ModelType::qwen3_moe;
   m.gated_mlp = true;
   m.fused_qkv = m.type == ModelType::phi3;
 
@@ -252,9 +345,14 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
       break;
     case ModelType::llama:
     case ModelType::qwen3:
+    case ModelType::qwen3_moe:
+    case ModelType::deepseek_v3:
     case ModelType::gemma:
     case ModelType::gemma2:
       m.qkv_bias = m.o_bias = optional_bool(root, "attention_bias", false);
+      break;
+    case ModelType::gpt_oss:
+      m.qkv_bias = m.o_bias = optional_bool(root, "attention_bias", true);  // GptOssConfig default
       break;
     default:
       break;
@@ -276,6 +374,7 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   }
   read_sliding_window(root, m);
   m.rope_llama3 = reads_rope_type(root, "llama3");
+  read_moe(root, m);
 }
 
 // Keys this reader uses, and keys of Hugging Face configs it deliberately
@@ -313,6 +412,23 @@ const std::vector<std::string>& used_keys() {
                                                 "n_positions",
                                                 "n_inner",
                                                 "activation_function",
+                                                "num_local_experts",
+                                                "num_experts",
+                                                "n_routed_experts",
+                                                "num_experts_per_tok",
+                                                "experts_per_token",
+                                                "moe_intermediate_size",
+                                                "n_shared_experts",
+                                                "first_k_dense_replace",
+                                                "moe_layer_freq",
+                                                "decoder_sparse_step",
+                                                "mlp_only_layers",
+                                                "q_lora_rank",
+                                                "kv_lora_rank",
+                                                "qk_nope_head_dim",
+                                                "qk_rope_head_dim",
+                                                "v_head_dim",
+                                                "num_nextn_predict_layers",
                                                 "workload",
                                                 "model"};
   return keys;
@@ -353,7 +469,21 @@ const std::vector<std::string>& ignored_keys() {
                                                 "summary_proj_to_labels",
                                                 "summary_first_dropout",
                                                 "rope_parameters",
-                                                "head_dim_scale"};
+                                                "head_dim_scale",
+                                                "router_aux_loss_coef",
+                                                "output_router_logits",
+                                                "router_jitter_noise",
+                                                "norm_topk_prob",
+                                                "aux_loss_alpha",
+                                                "seq_aux",
+                                                "ep_size",
+                                                "n_group",
+                                                "topk_group",
+                                                "topk_method",
+                                                "routed_scaling_factor",
+                                                "scoring_func",
+                                                "swiglu_limit",
+                                                "initial_context_length"};
   return keys;
 }
 

@@ -1039,6 +1039,20 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
 }
 
 PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
+  // Mixture-of-experts and latent-attention layers: their parameters are
+  // counted, their activations, working sets and caches not yet.
+  if (model.experts > 0 || model.kv_lora_rank > 0) {
+    const ParameterCount pc = count_parameters(model);
+    conflict(
+        model.name,
+        fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
+                    "but budgets for these layers are not modelled yet",
+                    model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
+                                                    model.experts, model.experts_per_token)
+                                      : std::string("multi-head latent attention"),
+                    model.experts > 0 && model.kv_lora_rank > 0 ? " and multi-head latent attention" : "",
+                    format_thousands(pc.total), format_thousands(pc.active)));
+  }
   PlanRequest r;
   Workload& w = r.workload;
   auto pick = [&r](const auto& given, auto fallback, const char* key) {

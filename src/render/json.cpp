@@ -43,6 +43,7 @@ json model_json(const PlanResult& p) {
   j["parameters"] = p.parameters.total;
   const Workload& w = p.request.workload;
   j["trainable_parameters"] = w.mode == Mode::train ? json(trainable_parameters(m, w)) : json(nullptr);
+  j["active_parameters"] = p.parameters.active;
   j["parameters_by_group"] = {
       {"embedding", p.parameters.embedding},   {"position_embedding", p.parameters.position_embedding},
       {"layers", p.parameters.layers},         {"per_layer", p.parameters.per_layer},

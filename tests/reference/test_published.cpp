@@ -55,12 +55,62 @@ TEST_CASE("preset parameter counts equal the published totals", "[reference][par
       {"gemma-2-9b", 9'241'705'984ULL},        // gemma_presets.py gemma2_9b_en
       {"phi-3-mini-4k", 3'821'079'552ULL},     // phi3_presets.py phi3_mini_4k_instruct_en
       {"gpt2", 124'439'808ULL},                // gpt2_presets.py gpt2_base_en
+      {"mixtral-8x7b", 46'702'792'704ULL},     // mixtral_presets.py mixtral_8_7b_en
+      // model.safetensors.index.json total_size 61,064,245,248 B in bf16 (third-party
+      // copies); GGUF general.parameter_count 30532122624
+      {"qwen3-30b-a3b", 30'532'122'624ULL},
+      // gpt-oss model card (arXiv 2508.10925) Table 1: 116.83B; GGUF
+      // general.parameter_count 116829156672 (llama.cpp and Ollama output)
+      {"gpt-oss-120b", 116'829'156'672ULL},
+      // 671B (DeepSeek-V3 README); exact in the checkpoint test below
+      {"deepseek-v3", 671'026'419'200ULL},
   };
   REQUIRE(presets().size() == std::size(rows));
   for (const Row& r : rows) {
     INFO(r.preset);
     CHECK(count_parameters(load_model(r.preset)).total == r.total);
   }
+}
+
+TEST_CASE("DeepSeek-V3's checkpoint: 671B, the MTP module and the fp8 scales",
+          "[reference][parameters][moe]") {
+  // The Hugging Face API's safetensors record of deepseek-ai/DeepSeek-V3
+  // (third-party copies; identical for R1 and V3-0324): F8_E4M3
+  // 680,571,043,840 + BF16 3,918,786,560 + F32 41,555,600 = 684,531,386,000
+  // elements: the main model, the multi-token-prediction module of layer 61
+  // (with its own embedding and head copies; README_WEIGHTS.md), and one
+  // fp32 scale per 128×128 block of every fp8 matrix (README_WEIGHTS.md;
+  // the router, embeddings, heads and eh_proj stay bf16).
+  const ModelSpec m = load_model("deepseek-v3");
+  const ParameterCount c = count_parameters(m);
+  std::uint64_t scales = 0;
+  auto add_scales = [&](const ParamTensorList& list) {
+    for (const ParamTensor& t : list) {
+      const std::string_view id = t.id;
+      const bool bf16 = !t.matrix || id.find("embed_tokens") != std::string_view::npos ||
+                        id.find("head") != std::string_view::npos || id == "mlp.gate.weight" ||
+                        id == "mtp.eh_proj.weight";
+      if (!bf16) scales += (t.rows + 127) / 128 * ((t.cols + 127) / 128) * t.count;
+    }
+  };
+  add_scales(parameter_tensor_list(m));
+  add_scales(mtp_parameter_tensor_list(m));
+  CHECK(scales == 41'540'496ULL);
+  CHECK(c.total + c.mtp + scales == 684'531'386'000ULL);
+  // The README's "685B = 671B + 14B": the MTP module is 13.46B as stored.
+  CHECK(c.mtp == 13'463'426'304ULL);
+}
+
+TEST_CASE("MoE active parameters round to the published figures", "[reference][parameters][moe]") {
+  auto billions_x100 = [](std::uint64_t n) { return (n + 5'000'000) / 10'000'000; };
+  // Mistral's 12.9B: embedding and head included (12.88B).
+  CHECK(billions_x100(count_parameters(load_model("mixtral-8x7b")).active) == 1288);
+  // Qwen's card: "3.3B" activated; with embedding and head 3.353B, which the
+  // card truncates (without them 2.73B, with the head only 3.04B).
+  CHECK(count_parameters(load_model("qwen3-30b-a3b")).active / 100'000'000 == 33);
+  // gpt-oss card: 5.13B active, counting the unembedding but not the embedding.
+  const ParameterCount oss = count_parameters(load_model("gpt-oss-120b"));
+  CHECK(billions_x100(oss.active - oss.embedding) == 513);
 }
 
 TEST_CASE("llama-3.1-8b in bf16: weights and KV cache bytes", "[reference]") {

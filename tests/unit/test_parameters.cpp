@@ -80,3 +80,87 @@ TEST_CASE("every tensor kind's elements sum to the total", "[parameters]") {
     CHECK(sum == count_parameters(m).total);
   }
 }
+
+TEST_CASE("parameters: a tiny Mixtral by hand", "[parameters][moe]") {
+  // V=10, h=8, L=2, a=2, k=1, d=4, 4 experts of width 12, 2 per token.
+  const ModelSpec m = test::model(R"({"model_type": "mixtral", "vocab_size": 10, "hidden_size": 8,
+      "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 12,
+      "num_local_experts": 4, "num_experts_per_tok": 2})");
+  const ParameterCount c = count_parameters(m);
+  // A layer: attention 64 + 32 + 32 + 64, router 4·8, experts 4 · 3·8·12, norms 16.
+  CHECK(c.per_layer == 192 + 32 + 1152 + 16);
+  CHECK(c.total == 2 * 1392 + 80 + 80 + 8);
+  // Each token skips 2 of the 4 experts in both layers.
+  CHECK(c.active == c.total - 2 * 2 * 288);
+  CHECK(c.mtp == 0);
+}
+
+TEST_CASE("parameters: a tiny DeepSeek-V3 by hand: MLA, a dense layer, a shared expert, MTP",
+          "[parameters][moe]") {
+  const ModelSpec m = test::model(R"({"model_type": "deepseek_v3", "vocab_size": 10, "hidden_size": 8,
+      "num_hidden_layers": 3, "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 16,
+      "moe_intermediate_size": 4, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+      "first_k_dense_replace": 1, "q_lora_rank": 6, "kv_lora_rank": 4, "qk_nope_head_dim": 2,
+      "qk_rope_head_dim": 2, "v_head_dim": 3, "num_nextn_predict_layers": 1})");
+  // MLA: q_a 6·8, its norm 6, q_b 2·(2+2)·6, kv_a (4+2)·8, its norm 4,
+  // kv_b 2·(2+3)·4, o 8·2·3.
+  const std::uint64_t mla = 48 + 6 + 48 + 48 + 4 + 40 + 48;
+  const std::uint64_t dense = 3 * 8 * 16;
+  // Router 4·8 and its score-correction buffer 4, experts 4 · 3·8·4, shared 3·8·4.
+  const std::uint64_t moe = 32 + 4 + 384 + 96;
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.layers == (mla + dense + 16) + 2 * (mla + moe + 16));
+  CHECK(c.per_layer == mla + moe + 16);  // the larger layer
+  CHECK(c.total == c.layers + 80 + 80 + 8);
+  CHECK(c.active == c.total - 2 * 2 * 96);
+  // MTP: embedding 80, enorm and hnorm 16, eh_proj 8·16, one MoE layer, its
+  // norms 16, shared_head norm 8 and head 80.
+  CHECK(c.mtp == 80 + 16 + 128 + mla + moe + 16 + 8 + 80);
+}
+
+TEST_CASE("parameters: a tiny gpt-oss by hand", "[parameters][moe]") {
+  const ModelSpec m = test::model(R"({"model_type": "gpt_oss", "vocab_size": 10, "hidden_size": 8,
+      "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4,
+      "intermediate_size": 6, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 3,
+      "layer_types": ["sliding_attention", "full_attention"]})");
+  // Biased q, k, v, o (72 + 36 + 36 + 72) and 2 sinks; a biased router 36;
+  // experts 4 · (gate_up 12·8 + 12, down 8·6 + 8); norms 16.
+  const std::uint64_t layer = 218 + 36 + 4 * (108 + 56) + 16;
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.per_layer == layer);
+  CHECK(c.total == 2 * layer + 80 + 80 + 8);
+  CHECK(c.active == c.total - 2 * 2 * 164);
+  CHECK(m.sliding_window_layers == 1);
+}
+
+TEST_CASE("parameters: MoE configs the reader refuses", "[parameters][moe][errors]") {
+  const std::string base = R"("vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "intermediate_size": 12)";
+  auto rejects = [](const std::string& json, const std::string& words) {
+    try {
+      (void)test::model(json);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+  };
+  rejects(R"({"model_type": "mixtral", )" + base + R"(, "num_local_experts": 4, "num_experts_per_tok": 5})",
+          "only 4 experts");
+  rejects(R"({"model_type": "mixtral", )" + base + R"(, "num_experts_per_tok": 2})", "num_local_experts");
+  rejects(R"({"model_type": "qwen3_moe", )" + base +
+              R"(, "head_dim": 4, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
+              "decoder_sparse_step": 2})",
+          "decoder_sparse_step");
+  rejects(R"({"model_type": "qwen3_moe", )" + base +
+              R"(, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4})",
+          "head_dim");
+  rejects(R"({"model_type": "deepseek_v3", )" + base +
+              R"(, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 4,
+              "first_k_dense_replace": 2, "kv_lora_rank": 4, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2,
+              "v_head_dim": 2})",
+          "leaves no MoE layer");
+  // A plan of an MoE model says what is and is not modelled.
+  const ModelSpec mixtral = load_model("mixtral-8x7b");
+  test::check_rejects(mixtral, {}, "mixtral-8x7b", "not modelled yet");
+}
