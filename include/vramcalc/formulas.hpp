@@ -151,14 +151,15 @@ struct LlamaCppKv {
 /// AttentionSpec.page_size_bytes).
 [[nodiscard]] std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w);
 
-/// One rank's share of a model under vLLM's tensor parallelism, as a model
-/// of its own (model_executor/layers/linear.py, vocab_parallel_embedding.py):
-/// attention heads, the MLP's intermediate size and the vocabulary (padded
-/// to a multiple of 64) divided by tp; KV heads divided, or one per rank
-/// when there are fewer than tp (QKVParallelLinear replicates them);
-/// hidden size and norms whole. The name and source stay empty, so the
-/// copy never allocates.
-[[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp);
+/// One rank's share of a model under tensor parallelism, as a model of its
+/// own: attention heads, the MLP's intermediate size and the vocabulary
+/// (padded to a multiple of `vocab_pad`) divided by tp; KV heads divided,
+/// or one per rank when there are fewer than tp (vLLM's QKVParallelLinear
+/// replicates them); hidden size and norms whole. vLLM pads the vocabulary
+/// to 64 (model_executor/layers/vocab_parallel_embedding.py), Megatron to
+/// 128·tp (megatron/training/tokenizer _vocab_size_with_padding). The name
+/// and source stay empty, so the copy never allocates.
+[[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint64_t vocab_pad = 64);
 
 /// vLLM's LoRA slots (--max-loras L, --max-lora-rank R): one rank's bytes
 /// of the stacked A and B buffers each LoRA-capable layer allocates when the

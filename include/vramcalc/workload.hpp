@@ -166,6 +166,17 @@ struct Dropout {
   double embedding = 0.0;  ///< on the embedding output
 };
 
+/// Model parallelism of a training run (--framework megatron): one rank's
+/// share of each layer.
+struct Parallel {
+  /// --tp: tensor-parallel ranks; column-parallel layers split their
+  /// outputs, row-parallel layers their inputs, the vocabulary its rows.
+  std::uint64_t tp = 1;
+  /// --sp: sequence parallelism; the activations outside the tensor-parallel
+  /// regions (norms, dropout, residual) are split along the sequence too.
+  bool sp = false;
+};
+
 struct Workload {
   Mode mode = Mode::infer;
   std::uint64_t batch = 1;  ///< micro-batch per GPU; concurrent sequences when serving
@@ -190,6 +201,7 @@ struct Workload {
   /// compute buffer (default 512).
   std::uint64_t ubatch = 0;
   VllmConfig vllm;  ///< --engine vllm only
+  Parallel parallel;  ///< training only
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;
   Framework framework = Framework::hf;

@@ -76,8 +76,15 @@ constexpr FlagSpec k_flags[] = {
      "vllm: memory outside PyTorch that appears during profiling, e.g. 0.5GiB (default 0.16 GiB, vLLM PR "
      "#12126's H100 log)"},
     {"tp", "--tp",
-     "vllm: tensor-parallel ranks (--tensor-parallel-size); the plan is one rank's: heads, the MLP and the "
-     "vocabulary split, KV heads split or replicated (default 1)"},
+     "tensor-parallel ranks, with --engine vllm (--tensor-parallel-size) or --mode train --framework "
+     "megatron "
+     "(--tensor-model-parallel-size); the plan is one rank's: heads, the MLP and the vocabulary split, KV "
+     "heads "
+     "split (vLLM replicates them below tp) (default 1)"},
+    {"sp", "--sp",
+     "yes | no: Megatron's --sequence-parallel with --tp above 1: norms, dropout and the residual split "
+     "along "
+     "the sequence too (default no)"},
     {"max_loras", "--max-loras",
      "vllm: LoRA adapters served at once (vLLM --enable-lora --max-loras): every qkv, o, gate_up and down "
      "layer, and embed_tokens and lm_head of Llama, Mistral and Phi-3, gets a slot per adapter when the "

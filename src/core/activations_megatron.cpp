@@ -45,7 +45,14 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
   const Dims x = dims_of(m, w.batch, w.seq);
   const Dtypes t = dtypes_of(w);
   const DType c = t.compute;
-  const std::uint64_t Th = checked_mul(x.T, x.h);
+  // One tensor-parallel rank: `m` is its shard (a/t heads, I/t, V/t), so
+  // the split terms are already divided; the s·b·h terms outside the
+  // tensor-parallel regions are whole on every rank, or split along the
+  // sequence with sequence parallelism (§4.2.2; Table 2's 10 + 24/t and
+  // 34/t rows).
+  const std::uint64_t seq_split = w.parallel.sp ? w.parallel.tp : 1;
+  const std::uint64_t Th = checked_mul(x.T, x.h) / seq_split;
+  const std::string_view sbh = w.parallel.sp ? "s·b·h/tp" : "s·b·h";
   const std::uint64_t q = checked_product(x.T, x.a, x.d);
   const std::uint64_t kv = checked_product(x.T, x.k, x.d);
   const std::uint64_t scores = checked_product(x.b, x.a, x.s, x.s);
@@ -55,8 +62,8 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
 
   ActivationProfile p(detail);
   Inventory& L = p.layer;
-  add(L, "attn.layernorm.input", "LayerNorm input (attention block)", Th, c, "s·b·h");
-  add(L, "attn.qkv.input", "QKV projection input", Th, c, "s·b·h");
+  add(L, "attn.layernorm.input", "LayerNorm input (attention block)", Th, c, sbh);
+  add(L, "attn.qkv.input", "QKV projection input", Th, c, sbh);
   add(L, "attn.q", "Q, kept by QKᵀ", q, c, "s·b·a·d");
   add(L, "attn.k", "K, kept by QKᵀ", kv, c, "s·b·k·d");
   if (w.attention == AttentionImpl::eager) {
@@ -75,19 +82,18 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
   }
   add(L, "attn.v", "V, kept by attention over V", kv, c, "s·b·k·d");
   add(L, "attn.proj.input", "output projection input", q, c, "s·b·a·d");
-  if (hidden_dropout)
-    add(L, "attn.dropout_mask", "attention output dropout mask", Th, DType::boolean, "s·b·h");
-  add(L, "mlp.layernorm.input", "LayerNorm input (MLP block)", Th, c, "s·b·h");
-  add(L, "mlp.fc1.input", "first MLP linear input", Th, c, "s·b·h");
+  if (hidden_dropout) add(L, "attn.dropout_mask", "attention output dropout mask", Th, DType::boolean, sbh);
+  add(L, "mlp.layernorm.input", "LayerNorm input (MLP block)", Th, c, sbh);
+  add(L, "mlp.fc1.input", "first MLP linear input", Th, c, sbh);
   const std::uint64_t act_in = checked_product(m.gated_mlp ? 2 : 1, x.T, x.I);
   add(L, "mlp.act.input", m.gated_mlp ? "gated activation input (2I wide)" : "GeLU input", act_in, c,
       m.gated_mlp ? "2·s·b·I" : "s·b·I");
   add(L, "mlp.fc2.input", "second MLP linear input", checked_mul(x.T, x.I), c, "s·b·I");
-  if (hidden_dropout) add(L, "mlp.dropout_mask", "MLP output dropout mask", Th, DType::boolean, "s·b·h");
+  if (hidden_dropout) add(L, "mlp.dropout_mask", "MLP output dropout mask", Th, DType::boolean, sbh);
 
   // Full recompute keeps the layer input (Table 2, "full": 2sbh).
-  p.checkpointed.add(Th, c, [] {
-    return EntryText{"checkpoint.layer_input", "layer input, kept by full recompute", "s·b·h",
+  p.checkpointed.add(Th, c, [sbh] {
+    return EntryText{"checkpoint.layer_input", "layer input, kept by full recompute", std::string(sbh),
                      cat(k_paper, " §5, Table 2")};
   });
 
@@ -96,16 +102,14 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
   constexpr std::string_view mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
   add(p.model, "embedding.input_ids", "token ids (int64)", x.T, DType::int64, "s·b", mg);
   if (w.dropout.embedding > 0) {
-    add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, "s·b·h",
+    add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, sbh,
         "Korthikanti et al. 2022 §4.3");
   }
   // Output layer and loss (§4.3): final LayerNorm input, output projection
   // input, and fp32 logits for the cross-entropy: 4sbh(1 + v/h) at 16 bits.
   const std::uint64_t logits = checked_mul(x.T, x.V);
-  add(p.head, "final_layernorm.input", "final LayerNorm input", Th, c, "s·b·h",
-      "Korthikanti et al. 2022 §4.3");
-  add(p.head, "output_layer.input", "output projection input", Th, c, "s·b·h",
-      "Korthikanti et al. 2022 §4.3");
+  add(p.head, "final_layernorm.input", "final LayerNorm input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
+  add(p.head, "output_layer.input", "output projection input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
   add(p.head, "loss.logits_fp32", "fp32 logits kept by the vocab-parallel cross-entropy", logits, DType::fp32,
       "s·b·v", "Korthikanti et al. 2022 §4.3; Megatron-Core cross_entropy.py");
 

@@ -1354,8 +1354,13 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
 }
 
 // The model one GPU holds: under vLLM's tensor parallelism one rank's
-// shard (built in `storage`), else `model` itself.
+// shard, and in Megatron training one rank's shard of the vocabulary
+// padded to 128·tp (built in `storage`); else `model` itself.
 const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec& storage) {
+  if (w.mode == Mode::train && w.framework == Framework::megatron) {
+    storage = tensor_parallel_shard(model, w.parallel.tp, checked_mul(128, w.parallel.tp));
+    return storage;
+  }
   if (w.mode != Mode::infer || w.engine != Engine::vllm || w.vllm.tp == 1) return model;
   storage = tensor_parallel_shard(model, w.vllm.tp);
   return storage;

@@ -46,6 +46,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
   if (name == "positions") return x.m.max_position_embeddings;
   if (name == "ubatch" && x.w.engine == Engine::llamacpp && x.w.mode == Mode::infer) return x.w.ubatch;
+  if (name == "tp" && x.w.mode == Mode::train) return x.w.parallel.tp;
   if (name == "rank" && x.w.lora.kind != Adapter::none) return x.w.lora.rank;
   if (x.w.engine == Engine::vllm && x.w.mode == Mode::infer) {
     const VllmConfig& v = x.w.vllm;

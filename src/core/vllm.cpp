@@ -14,7 +14,7 @@ std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w) {
   return bytes_for(checked_product(2, w.vllm.block_size, m.num_key_value_heads, m.head_dim), w.kv_dtype);
 }
 
-ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp) {
+ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint64_t vocab_pad) {
   ModelSpec s;
   s.type = m.type;
   s.num_layers = m.num_layers;
@@ -23,7 +23,8 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp) {
   s.num_attention_heads = m.num_attention_heads / tp;
   s.num_key_value_heads = std::max<std::uint64_t>(1, m.num_key_value_heads / tp);
   s.head_dim = m.head_dim;
-  s.vocab_size = tp == 1 ? m.vocab_size : ceil_div(m.vocab_size, 64) * 64 / tp;
+  s.vocab_size =
+      tp == 1 && vocab_pad == 64 ? m.vocab_size : ceil_div(m.vocab_size, vocab_pad) * vocab_pad / tp;
   s.max_position_embeddings = m.max_position_embeddings;
   s.learned_positions = m.learned_positions;
   s.norm = m.norm;

@@ -422,6 +422,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "non_torch_memory",
                                                 "sampler",
                                                 "tp",
+                                                "sp",
                                                 "max_loras",
                                                 "max_lora_rank",
                                                 "lora_extra_vocab_size",
@@ -518,6 +519,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "non_torch_memory") return put(in.non_torch_memory, parse_size(text, origin), origin);
   if (key == "sampler") return put(in.sampler, parse_choice(k_samplers, text, origin), origin);
   if (key == "tp") return put(in.tp, parse_integer(text, origin, true), origin);
+  if (key == "sp") return put(in.sp, parse_yes_no(text, origin), origin);
   if (key == "max_loras") return put(in.max_loras, parse_integer(text, origin, true), origin);
   if (key == "max_lora_rank") {
     // vllm/config/lora.py LoRAConfig: the ranks vLLM's kernels are built for.
@@ -597,7 +599,7 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       put(in.colocate, std::move(entries), origin);
     } else if (key == "dropout" || key == "lora_dropout") {
       set_from_text(in, key, fmt::format("{}", value.probability()), origin);
-    } else if (key == "quant_lm_head" && !value.json().is_string()) {
+    } else if ((key == "quant_lm_head" || key == "sp") && !value.json().is_string()) {
       if (!value.json().is_boolean()) value.fail("expected true or false, got " + value.shown());
       set_from_text(in, key, value.json().get<bool>() ? "yes" : "no", origin);
     } else if (key == "gpu_memory_utilization") {
@@ -689,8 +691,39 @@ void check_vllm_keys(const WorkloadInput& in) {
   only(in.max_loras);
   only(in.max_lora_rank);
   only(in.lora_extra_vocab_size);
-  if (in.tp && in.tp->value > 1 && !vllm) {
-    conflict(in.tp->origin, "tensor parallelism is modelled for --engine vllm so far");
+  const bool train = in.mode && in.mode->value == Mode::train;
+  const bool megatron = in.framework && in.framework->value == Framework::megatron;
+  if (in.tp && in.tp->value > 1 && !vllm && !(train && megatron)) {
+    conflict(in.tp->origin,
+             train ? "tensor parallelism for training is modelled with --framework megatron so far"
+                   : "tensor parallelism for serving is modelled for --engine vllm so far");
+  }
+}
+
+// Megatron's tensor and sequence parallelism (training): what it accepts
+// (megatron/training/arguments.py validate_args, megatron/core
+// transformer_config.py).
+void resolve_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.tp = in.tp ? in.tp->value : 1;
+  if (!in.tp) r.defaulted.emplace_back("tp");
+  if (in.sp && in.sp->value && p.tp == 1) {
+    conflict(in.sp->origin, "sequence parallelism splits tensor-parallel regions: it needs --tp above 1");
+  }
+  p.sp = in.sp && in.sp->value;
+  if (!in.sp) r.defaulted.emplace_back("sp");
+  if (p.tp == 1) return;
+  const std::string& origin = in.tp->origin;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) conflict(origin, fmt::format("{}: {} cannot be split over {} ranks", model.name, what, p.tp));
+  };
+  need(model.num_attention_heads % p.tp == 0, fmt::format("{} attention heads", model.num_attention_heads));
+  need(model.num_key_value_heads % p.tp == 0,
+       fmt::format("{} KV heads (num_query_groups)", model.num_key_value_heads));
+  need(model.intermediate_size % p.tp == 0, fmt::format("the MLP's {} columns", model.intermediate_size));
+  if (p.sp && r.workload.seq % p.tp != 0) {
+    conflict(in.sp->origin, fmt::format("sequence parallelism splits --seq {} over {} ranks: it must divide",
+                                        r.workload.seq, p.tp));
   }
 }
 
@@ -993,6 +1026,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.lora_dtype, top.lora_dtype);
   take(base.lora_dropout, top.lora_dropout);
   take(base.freeze, top.freeze);
+  take(base.sp, top.sp);
   take(base.max_loras, top.max_loras);
   take(base.max_lora_rank, top.max_lora_rank);
   take(base.lora_extra_vocab_size, top.lora_extra_vocab_size);
@@ -1097,6 +1131,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.cache && train) conflict(in.cache->origin, "the KV cache class applies to --mode infer only");
   if (in.draft && train) conflict(in.draft->origin, "a draft model is for serving (--mode infer)");
   if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
+  if (in.sp && !train)
+    conflict(in.sp->origin, "sequence parallelism is modelled for training (--mode train)");
   check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
@@ -1191,6 +1227,11 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     }
     w.zero = in.fsdp ? in.fsdp->value : pick(in.zero, std::uint32_t{0}, "zero");
     w.kv_dtype = w.dtype;
+    if (w.framework == Framework::megatron) {
+      resolve_parallel(model, r, in);
+    } else if (in.sp) {
+      conflict(in.sp->origin, "sequence parallelism is modelled with --framework megatron");
+    }
   } else {
     w.optimizer = Optimizer::none;
     // A ggml block type (q8_0, ...) is a --kv-dtype too; kv_block takes it.

@@ -95,12 +95,16 @@ std::string workload_line(const Workload& w) {
         w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
   }
   return fmt::format(
-      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}, dp {}, zero {}", w.batch,
-      w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "", name_of(w.dtype),
-      name_of(w.precision), name_of(w.optimizer), name_of(w.framework), name_of(w.attention),
-      checkpoint_text(w.checkpoint),
+      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}, {}dp {}, zero {}",
+      w.batch, w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "",
+      name_of(w.dtype), name_of(w.precision), name_of(w.optimizer), name_of(w.framework),
+      name_of(w.attention), checkpoint_text(w.checkpoint),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
-      w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", w.dp, w.zero);
+      w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "",
+      w.parallel.tp > 1
+          ? fmt::format("tp {}{} (one rank shown), ", w.parallel.tp, w.parallel.sp ? " + sp" : "")
+          : "",
+      w.dp, w.zero);
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

@@ -157,11 +157,20 @@ TEST_CASE("ZeRO paper §5: model states of a 7.5B model on 64 GPUs", "[reference
     return component_sum(b, {Component::weights, Component::gradients, Component::master_weights,
                              Component::optimizer_states});
   };
-  // Megatron keeps no DDP bucket copy, so the components are the paper's model states.
-  CHECK(states("0") == 120'000'000'000ULL);  // 16Ψ
-  CHECK(states("1") == 31'406'250'000ULL);   // 4Ψ + 12Ψ/64 → "31.4 GB"
-  CHECK(states("2") == 16'640'625'000ULL);   // 2Ψ + 14Ψ/64 → "16.6 GB"
-  CHECK(states("3") == 1'875'000'000ULL);    // 16Ψ/64 → "1.9 GB"
+  // Megatron keeps no DDP bucket copy, so the components are the paper's
+  // model states, of Megatron's Ψ: the vocabulary padded to 402,944 rows
+  // (a multiple of 128; make_vocab_size_divisible_by) adds 36,000. Each
+  // tensor's shard rounds up to whole elements: a few bytes over Ψ/64.
+  const std::uint64_t P = count_parameters(tensor_parallel_shard(m, 1, 128)).total;
+  CHECK(P == 7'500'036'000ULL);
+  auto near = [](std::uint64_t got, std::uint64_t want) { return got >= want && got - want < 16 * 16; };
+  CHECK(states("0") == 16 * P);                   // "120 GB"
+  CHECK(near(states("1"), 4 * P + 12 * P / 64));  // "31.4 GB"
+  CHECK(near(states("2"), 2 * P + 14 * P / 64));  // "16.6 GB"
+  CHECK(near(states("3"), 16 * P / 64));          // "1.9 GB"
+  CHECK((states("1") + 50'000'000) / 100'000'000 == 314);
+  CHECK((states("2") + 50'000'000) / 100'000'000 == 166);
+  CHECK((states("3") + 50'000'000) / 100'000'000 == 19);
 }
 
 TEST_CASE("Megatron bytes per parameter: 18, and 6 + 12/d with the distributed optimizer",
@@ -170,7 +179,8 @@ TEST_CASE("Megatron bytes per parameter: 18, and 6 + 12/d with the distributed o
   // and docs/user-guide/features/dist_optimizer.md: bf16 params / fp32 grads 18 and 6 + 12/d;
   // fp32 / fp32 16 and 8 + 8/d; fp16 / fp16 20 and 4 + 16/d (the fp32 grad copy the optimizer makes).
   const ModelSpec m = synthetic(32, 402'935);
-  const std::uint64_t P = 7'500'000'000ULL;
+  // Megatron pads the vocabulary to a multiple of 128: Ψ = 7,500,036,000.
+  const std::uint64_t P = count_parameters(tensor_parallel_shard(m, 1, 128)).total;
   auto step = [&](const char* precision, const char* zero) {
     const std::string dtype = std::string(precision) == "fp32" ? "fp32" : "bf16";
     return optimizer_phase(estimate(m, test::workload(m, {{"mode", "train"},
@@ -236,6 +246,39 @@ TEST_CASE("Korthikanti et al. 2022 Table 2, per-layer activations", "[reference]
   // The paper's §5 ratio check: 5as/h = 80 for GPT-3, so selective keeps
   // 34 / (34 + 80) of the layer: 70% saved.
   CHECK(5 * 96 * 2048 / 12288 == 80);
+}
+
+TEST_CASE("Korthikanti et al. 2022 Table 2 with tensor and sequence parallelism",
+          "[reference][megatron][tp]") {
+  // arXiv 2205.05198 Table 2, one rank of t: tensor parallel sbh(10 + 24/t +
+  // 5as/(ht)); + selective sbh(10 + 24/t); + sequence parallel
+  // sbh(34/t + 5as/(ht)); + both 34sbh/t. Table 3's 22B shape at t = 8.
+  const std::uint64_t a = 64, h = 6144, s = 2048, b = 4, t = 8;
+  const ModelSpec m = test::model(R"({"model_type": "gpt2", "vocab_size": 51200, "n_positions": 2048,
+      "n_layer": 2, "n_embd": 6144, "n_head": 64})");
+  const ModelSpec rank = tensor_parallel_shard(m, t, 128 * t);
+  auto per_layer = [&](const char* checkpoint, const char* sp) {
+    const Workload w = test::workload(m, {{"mode", "train"},
+                                          {"framework", "megatron"},
+                                          {"attention", "eager"},
+                                          {"batch", std::to_string(b)},
+                                          {"seq", std::to_string(s)},
+                                          {"tp", std::to_string(t)},
+                                          {"sp", sp},
+                                          {"checkpoint", checkpoint}});
+    return core::total_bytes(core::megatron_profile(rank, w).layer);
+  };
+  const std::uint64_t sbh = s * b * h;
+  const std::uint64_t attention_core = 5 * a * s * s * b / t;  // 5as/(ht) · sbh
+  CHECK(per_layer("none", "no") == 10 * sbh + 24 * sbh / t + attention_core);
+  CHECK(per_layer("selective", "no") == 10 * sbh + 24 * sbh / t);
+  CHECK(per_layer("none", "yes") == 34 * sbh / t + attention_core);
+  CHECK(per_layer("selective", "yes") == 34 * sbh / t);
+  // The vocabulary-parallel cross-entropy keeps 4sbv/t of fp32 logits.
+  const Workload w = test::workload(m, {{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}});
+  const Budget plan = estimate(m, w);
+  CHECK(plan.components[static_cast<std::size_t>(Component::weights)] == 2 * count_parameters(rank).total);
+  CHECK(count_parameters(rank).embedding == 51200 / 8 * 6144);
 }
 
 TEST_CASE("Megatron's activation formula for other MLP widths: sbh(18 + 4·ffn/h)", "[reference][megatron]") {

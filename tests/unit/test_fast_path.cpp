@@ -196,6 +196,16 @@ std::vector<Settings> grid() {
       {{"engine", "vllm"}, {"gpu", "a100-40gb"}, {"max_loras", "2"}, {"lora_extra_vocab_size", "256"}});
   out.push_back(
       {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "1"}, {"tp", "2"}, {"dtype", "fp8"}});
+  for (const char* sp : {"no", "yes"}) {
+    out.push_back({{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}, {"sp", sp}, {"seq", "2048"}});
+    out.push_back({{"mode", "train"},
+                   {"framework", "megatron"},
+                   {"tp", "4"},
+                   {"sp", sp},
+                   {"checkpoint", "selective"},
+                   {"dp", "8"},
+                   {"zero", "1"}});
+  }
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;

@@ -218,7 +218,7 @@ TEST_CASE("vllm: tensor parallelism that vLLM cannot split is rejected", "[vllm]
   auto rejects = [&](Settings s, const std::string& words) { test::check_rejects(m, s, "--tp", words); };
   rejects({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "3"}}, "32 attention heads");
   rejects({{"tp", "2"}}, "--engine vllm");
-  rejects({{"mode", "train"}, {"tp", "2"}}, "--engine vllm");
+  rejects({{"mode", "train"}, {"tp", "2"}}, "--framework megatron");
   // At tp 8 a rank has 14336 / 8 = 1792 down-projection inputs: groups of
   // 128 tile them, groups of 1024 do not.
   CHECK_NOTHROW(
