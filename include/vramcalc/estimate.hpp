@@ -76,6 +76,13 @@ struct PlanResult {
   std::uint64_t colocated_device = 0;
   /// budget.peak_device + colocated_device: the GPU's total when peaks meet.
   std::uint64_t gpu_total = 0;
+  /// --framework megatron: what Megatron-LM's own theoretical estimate
+  /// prints for this run, in bytes (fractional, as Megatron computes it).
+  struct MegatronEstimate {
+    double weight_and_optimizer = 0;
+    double activation = 0;
+  };
+  std::optional<MegatronEstimate> megatron;
 };
 /// The budget, and the verdict on the request's GPU beside its colocated
 /// processes. Throws OverflowError as estimate() does.

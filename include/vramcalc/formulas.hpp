@@ -159,7 +159,8 @@ struct LlamaCppKv {
 /// to 64 (model_executor/layers/vocab_parallel_embedding.py), Megatron to
 /// 128·tp (megatron/training/tokenizer _vocab_size_with_padding). The name
 /// and source stay empty, so the copy never allocates.
-[[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint64_t vocab_pad = 64);
+[[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp,
+                                              std::uint64_t vocab_pad = 64);
 
 /// vLLM's LoRA slots (--max-loras L, --max-lora-rank R): one rank's bytes
 /// of the stacked A and B buffers each LoRA-capable layer allocates when the
@@ -213,6 +214,46 @@ struct VllmKvGroups {
 /// that; tokens = ⌊blocks / groups⌋ · block_size.
 [[nodiscard]] ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
                                     std::uint64_t activation_peak);
+
+// ---- Megatron-LM's own estimate ------------------------------------------------
+
+/// The arguments Megatron-LM's theoretical memory estimate reads
+/// (megatron/training/arguments.py names; padded_vocab as Megatron pads it).
+struct MegatronArgs {
+  std::uint64_t layers = 0, hidden = 0, heads = 0, query_groups = 0, kv_channels = 0, ffn_hidden = 0;
+  std::uint64_t padded_vocab = 0;
+  bool swiglu = false, untied = false, rms_norm = false, add_bias_linear = false;
+  // MoE: experts == 0 for dense models; a layer is MoE when i % moe_layer_freq
+  // == 0, or as moe_pattern lists it.
+  std::uint64_t experts = 0, moe_ffn_hidden = 0, shared_expert_ffn = 0, moe_layer_freq = 1, moe_latent = 0;
+  std::vector<std::uint8_t> moe_pattern;
+  std::uint64_t mtp_layers = 0;
+  // MLA: kv_lora_rank == 0 otherwise.
+  std::uint64_t q_lora_rank = 0, kv_lora_rank = 0, qk_head_dim = 0, qk_pos_emb_head_dim = 0, v_head_dim = 0;
+  std::uint64_t seq = 0, micro_batch = 1;
+  std::uint64_t tp = 1, pp = 1, vpp = 0, dp = 1, ep = 1, etp = 1, world = 1;
+  std::uint64_t num_microbatches = 0;  ///< 0: unknown (tools/report_theoretical_memory.py)
+  bool distributed_optimizer = false, sequence_parallel = false, selective_recompute = false;
+};
+
+/// Megatron-LM's compute_weight_and_optimizer_memory
+/// (megatron/training/theoretical_memory_usage.py at d98e8a64): the most
+/// loaded shard's parameters (tensor-parallel, replicated and expert
+/// classes; the first stage's embedding and MTP layers) times 18 bytes, or
+/// 6 + 12/DP with the distributed optimizer (experts over their own DP).
+/// Fractional, as Megatron computes it.
+[[nodiscard]] double megatron_weight_and_optimizer_bytes(const MegatronArgs& a);
+
+/// Megatron-LM's compute_activation_memory (sequence parallel with
+/// selective recompute: s·b·h·(18 + 4f/h) per layer ÷ t) or
+/// compute_activation_memory_without_sp (s·b·h·(10 + 24/t) per layer, × 1.05)
+/// for the first pipeline stage, as Megatron computes it.
+[[nodiscard]] double megatron_activation_bytes(const MegatronArgs& a);
+
+/// The arguments a Megatron run of `w` on `m` would pass (--framework
+/// megatron): its tp, dp, micro-batch and sequence, the distributed optimizer
+/// for ZeRO 1 and above, Megatron's vocabulary padding (128·tp).
+[[nodiscard]] MegatronArgs megatron_args(const ModelSpec& m, const Workload& w);
 
 // ---- runtime ----------------------------------------------------------------
 

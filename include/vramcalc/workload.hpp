@@ -200,7 +200,7 @@ struct Workload {
   /// llama.cpp's --ubatch-size: tokens per compute graph, which sizes its
   /// compute buffer (default 512).
   std::uint64_t ubatch = 0;
-  VllmConfig vllm;  ///< --engine vllm only
+  VllmConfig vllm;    ///< --engine vllm only
   Parallel parallel;  ///< training only
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;

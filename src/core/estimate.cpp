@@ -1476,6 +1476,12 @@ PlanResult plan(PlanRequest request) {
   }
   request.colocated.clear();
   r.gpu_total = checked_add(r.budget.peak_device, r.colocated_device);
+  const Workload& w = request.workload;
+  if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none) {
+    const MegatronArgs args = megatron_args(request.model, w);
+    r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),
+                                              megatron_activation_bytes(args)};
+  }
   if (request.gpu) r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
   r.request = std::move(request);
   return r;

@@ -194,6 +194,17 @@ std::string colocated_lines(const PlanResult& p) {
   return out;
 }
 
+std::string megatron_line(const PlanResult& p) {
+  if (!p.megatron) return "";
+  constexpr double mib = 1048576.0;
+  const double w = p.megatron->weight_and_optimizer / mib;
+  const double a = p.megatron->activation / mib;
+  return fmt::format(
+      "Megatron's own estimate (theoretical_memory_usage.py, MB = MiB): weight and optimizer={:.2f} MB, "
+      "activation={:.2f} MB, total={:.2f} MB\n",
+      w, a, w + a);
+}
+
 std::string verdict(const PlanResult& p) {
   if (!p.fit) return "";
   const FitVerdict& v = *p.fit;

@@ -49,6 +49,10 @@ namespace vramcalc::render_detail {
 /// any. Preceded by a blank line.
 [[nodiscard]] std::string colocated_lines(const PlanResult& p);
 
+/// Megatron-LM's own estimate as its log prints it (--framework megatron),
+/// one line ending in a newline; "" otherwise.
+[[nodiscard]] std::string megatron_line(const PlanResult& p);
+
 /// The verdict sentence for a GPU, or "" without one.
 [[nodiscard]] std::string verdict(const PlanResult& p);
 

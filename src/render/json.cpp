@@ -205,6 +205,13 @@ json plan_json(const PlanResult& p) {
     colocated.push_back(std::move(doc));
   }
   j["colocated"] = std::move(colocated);
+  if (p.megatron) {
+    constexpr double mib = 1048576.0;
+    j["megatron_estimate"] = {{"weight_and_optimizer_mib", p.megatron->weight_and_optimizer / mib},
+                              {"activation_mib", p.megatron->activation / mib}};
+  } else {
+    j["megatron_estimate"] = nullptr;
+  }
   j["gpu_total_bytes"] = p.gpu_total;
   json assumptions = json::object();
   for (const auto& [what, why] : b.assumptions) assumptions[what] = why;

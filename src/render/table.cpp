@@ -62,6 +62,7 @@ std::string render_table(const PlanResult& p) {
     out += "\n";
   }
   if (b.serving.present) out += serving_lines(p);
+  if (p.megatron) out += megatron_line(p);
   out += fmt::format("\n{:<28} {:>10}\n", "phase (worst moment)", "GiB");
   for (std::size_t i = 0; i < b.phases.size(); ++i) {
     out += fmt::format("{:<28} {:>10}{}\n", b.phases[i].when, format_gib(b.phases[i].total),

@@ -1,6 +1,7 @@
 // Published numbers, each with its citation. These check the formulas
 // against papers and framework code, not against our own arithmetic.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include "core/inventory.hpp"
 #include "helpers.hpp"
@@ -292,4 +293,103 @@ TEST_CASE("Megatron's activation formula for other MLP widths: sbh(18 + 4·ffn/h
                                         {"batch", "2"},
                                         {"seq", "512"}});
   CHECK(core::total_bytes(core::megatron_profile(m, w).layer) == 30ULL * 512 * 2 * 512);
+}
+
+namespace {
+
+std::string mib(double bytes) {
+  return fmt::format("{:.2f}", bytes / 1048576.0);
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's own estimate: the unit test's expert-parallel cases", "[reference][megatron]") {
+  // NVIDIA/Megatron-LM tests/unit_tests/training/test_weight_and_optimizer_memory.py
+  // (d98e8a64): h 8, kv_channels 4, 2 heads, ffn 16, 4 experts of 16 on every
+  // other layer (moe_layer_freq [0, 1]), a shared expert of 8, RMSNorm, 2
+  // layers, vocabulary 32, tied; tp 2, etp 4, ep 2, the distributed optimizer
+  // over dp 16.
+  MegatronArgs a;
+  a.layers = 2;
+  a.hidden = 8;
+  a.heads = a.query_groups = 2;
+  a.kv_channels = 4;
+  a.ffn_hidden = a.moe_ffn_hidden = 16;
+  a.experts = 4;
+  a.moe_pattern = {0, 1};
+  a.shared_expert_ffn = 8;
+  a.rms_norm = true;
+  a.padded_vocab = 32;
+  a.tp = 2;
+  a.etp = 4;
+  a.ep = 2;
+  a.dp = 16;
+  a.distributed_optimizer = true;
+  // pipeline 2 over 64 ranks: 352·6.75 + 36·6.75 + 64·9.
+  a.pp = 2;
+  a.world = 64;
+  CHECK(megatron_weight_and_optimizer_bytes(a) == 3195.0);
+  // A latent MoE of width 4, pipeline 1 over 32 ranks: 712·6.75 + 64·9.
+  a.pp = 1;
+  a.world = 32;
+  a.moe_latent = 4;
+  CHECK(megatron_weight_and_optimizer_bytes(a) == 5382.0);
+}
+
+TEST_CASE("Megatron's own estimate: published training logs", "[reference][megatron]") {
+  // Each log prints "Theoretical memory footprints: weight and optimizer=… MB,
+  // activation=… MB" (MB = 2^20 bytes); research notes in docs/formulas.md.
+  // GPT-2 XL on one GPU (notes by vuiseng9, search index id 4631961631):
+  // 48 layers, h 1600, 25 heads, ffn 6400, vocabulary 50257 padded to
+  // 50304, s 1024, b 1, LayerNorm, tied, no sequence parallelism.
+  MegatronArgs xl;
+  xl.layers = 48;
+  xl.hidden = 1600;
+  xl.heads = xl.query_groups = 25;
+  xl.kv_channels = 64;
+  xl.ffn_hidden = 6400;
+  xl.padded_vocab = 50304;
+  xl.seq = 1024;
+  CHECK(mib(megatron_weight_and_optimizer_bytes(xl)) == "26699.47");
+  CHECK(mib(megatron_activation_bytes(xl)) == "2785.59");
+  // A 70B GPT on 32 GPUs (gnosia93 slurm-on-aws notes, id 51780658802): 80
+  // layers, h 8192, 64 heads, ffn 32768, vocabulary 32256, s 4096, b 2, tp 4,
+  // pp 8, 512 micro-batches. The log's 35695.42 MB divided the norms by tp
+  // (code of March 2026); today's code gives 35699.66 MB. Activation 86554.12.
+  MegatronArgs g70;
+  g70.layers = 80;
+  g70.hidden = 8192;
+  g70.heads = g70.query_groups = 64;
+  g70.kv_channels = 128;
+  g70.ffn_hidden = 32768;
+  g70.padded_vocab = 32256;
+  g70.seq = 4096;
+  g70.micro_batch = 2;
+  g70.tp = 4;
+  g70.pp = 8;
+  g70.world = 32;
+  g70.num_microbatches = 512;
+  CHECK(mib(megatron_weight_and_optimizer_bytes(g70)) == "35699.66");
+  CHECK(mib(megatron_activation_bytes(g70)) == "86554.12");
+  // Llama 3 8B (NVIDIA LLM-benchmark recipe README, id 55559695713): GQA 32/8,
+  // SwiGLU ffn 14336, untied, vocabulary 128256, the distributed optimizer
+  // over 8 ranks. The log's 57438.81 MB counted RMSNorm as LayerNorm (older
+  // copy of the function); with RMSNorm today's gives 57436.90.
+  MegatronArgs l3;
+  l3.layers = 32;
+  l3.hidden = 4096;
+  l3.heads = 32;
+  l3.query_groups = 8;
+  l3.kv_channels = 128;
+  l3.ffn_hidden = 14336;
+  l3.swiglu = true;
+  l3.untied = true;
+  l3.padded_vocab = 128256;
+  l3.dp = 8;
+  l3.world = 8;
+  l3.distributed_optimizer = true;
+  l3.rms_norm = true;
+  CHECK(mib(megatron_weight_and_optimizer_bytes(l3)) == "57436.90");
+  l3.rms_norm = false;
+  CHECK(mib(megatron_weight_and_optimizer_bytes(l3)) == "57438.81");
 }
