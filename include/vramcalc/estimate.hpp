@@ -83,6 +83,10 @@ struct PlanResult {
     double activation = 0;
   };
   std::optional<MegatronEstimate> megatron;
+  /// Bytes one rank moves per optimizer step (communication_per_step), and
+  /// their sum; empty when training on one GPU or serving.
+  std::vector<Node> communication;
+  std::uint64_t communication_bytes = 0;
 };
 /// The budget, and the verdict on the request's GPU beside its colocated
 /// processes. Throws OverflowError as estimate() does.

@@ -215,6 +215,24 @@ struct VllmKvGroups {
 [[nodiscard]] ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
                                     std::uint64_t activation_peak);
 
+/// How many of layers 0 … layers−1 keep only their input under a
+/// checkpointing policy: all (full), every k-th from layer 0 (every:k), none.
+[[nodiscard]] std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers);
+
+// ---- communication ------------------------------------------------------------
+
+/// Bytes one rank moves per optimizer step for the training layout of `w`
+/// (ring collectives: an all-reduce of B bytes over N ranks moves
+/// 2·B·(N−1)/N per rank, a reduce-scatter or all-gather B·(N−1)/N), one
+/// leaf per kind: data parallelism's gradient all-reduce (DDP) or
+/// reduce-scatter and parameter all-gathers (ZeRO; Rajbhandari et al. 2020
+/// §7: 2Ψ for DDP and ZeRO-1/2, 3Ψ for ZeRO-3), and Megatron's
+/// tensor-parallel all-reduces of s·b·h activations (Shoeybi et al. 2019
+/// §3: two per layer forward, two backward; the same volume with sequence
+/// parallelism, Korthikanti et al. 2022 §4.2.2). `m` is one rank's model.
+/// Empty when nothing is communicated.
+[[nodiscard]] std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w);
+
 // ---- Megatron-LM's own estimate ------------------------------------------------
 
 /// The arguments Megatron-LM's theoretical memory estimate reads

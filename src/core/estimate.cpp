@@ -29,6 +29,18 @@
 
 namespace vramcalc {
 
+// How many of layers 0 … layers−1 are checkpointed.
+std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers) {
+  switch (c.kind) {
+    case CheckpointKind::full:
+      return layers;
+    case CheckpointKind::every:
+      return ceil_div(layers, c.every);
+    default:
+      return 0;
+  }
+}
+
 namespace {
 
 using core::Branch;
@@ -148,16 +160,8 @@ bool checkpointed(const Checkpointing& c, std::uint64_t layer) {
   }
 }
 
-// How many of layers 0 … layers−1 are checkpointed.
 std::uint64_t checkpointed_count(const Checkpointing& c, std::uint64_t layers) {
-  switch (c.kind) {
-    case CheckpointKind::full:
-      return layers;
-    case CheckpointKind::every:
-      return ceil_div(layers, c.every);
-    default:
-      return 0;
-  }
+  return checkpointed_layers(c, layers);
 }
 
 struct Train {
@@ -1477,6 +1481,9 @@ PlanResult plan(PlanRequest request) {
   request.colocated.clear();
   r.gpu_total = checked_add(r.budget.peak_device, r.colocated_device);
   const Workload& w = request.workload;
+  ModelSpec shard;
+  r.communication = communication_per_step(rank_model(request.model, w, shard), w);
+  for (const Node& n : r.communication) r.communication_bytes = checked_add(r.communication_bytes, n.bytes);
   if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none) {
     const MegatronArgs args = megatron_args(request.model, w);
     r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),

@@ -194,6 +194,17 @@ std::string colocated_lines(const PlanResult& p) {
   return out;
 }
 
+std::string communication_lines(const PlanResult& p) {
+  if (p.communication.empty()) return "";
+  std::string out = fmt::format("\ncommunication per step, one rank: {} GiB ({} bytes)\n",
+                                format_gib(p.communication_bytes), format_thousands(p.communication_bytes));
+  for (const Node& n : p.communication) {
+    out += fmt::format("  {:<62} {:>10} GiB{}\n", n.label, format_gib(n.bytes),
+                       n.count > 1 ? fmt::format("  ({} micro-batches)", n.count) : "");
+  }
+  return out;
+}
+
 std::string megatron_line(const PlanResult& p) {
   if (!p.megatron) return "";
   constexpr double mib = 1048576.0;

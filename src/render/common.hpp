@@ -53,6 +53,10 @@ namespace vramcalc::render_detail {
 /// one line ending in a newline; "" otherwise.
 [[nodiscard]] std::string megatron_line(const PlanResult& p);
 
+/// Communication per optimizer step (training on several ranks), one line
+/// each ending in a newline, preceded by a blank line; "" when none.
+[[nodiscard]] std::string communication_lines(const PlanResult& p);
+
 /// The verdict sentence for a GPU, or "" without one.
 [[nodiscard]] std::string verdict(const PlanResult& p);
 

@@ -205,6 +205,9 @@ json plan_json(const PlanResult& p) {
     colocated.push_back(std::move(doc));
   }
   j["colocated"] = std::move(colocated);
+  json traffic = json::array();
+  for (const Node& n : p.communication) traffic.push_back(node_json(n));
+  j["communication"] = {{"per_step_bytes", p.communication_bytes}, {"breakdown", std::move(traffic)}};
   if (p.megatron) {
     constexpr double mib = 1048576.0;
     j["megatron_estimate"] = {{"weight_and_optimizer_mib", p.megatron->weight_and_optimizer / mib},

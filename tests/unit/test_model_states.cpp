@@ -156,3 +156,45 @@ TEST_CASE("fp8 serving: decoder linear weights fp8 with a scale each, the rest b
   CHECK(test::component(estimate(m, test::workload(m, {{"dtype", "fp8"}})), Component::weights) ==
         960 + 14 * 4 + 200 * 2);
 }
+
+TEST_CASE("communication per step: DDP, ZeRO and tensor parallelism by hand", "[communication]") {
+  // The tiny Llama: 1,160 parameters. amp keeps fp32 gradients and weights.
+  const ModelSpec m = test::model(test::k_tiny_llama);
+  auto bytes = [&](std::initializer_list<std::pair<std::string, std::string>> s) {
+    std::uint64_t total = 0;
+    for (const Node& n : communication_per_step(m, test::workload(m, s))) total += n.bytes;
+    return total;
+  };
+  // One GPU, or serving: nothing moves.
+  CHECK(bytes({{"mode", "train"}}) == 0);
+  CHECK(bytes({{"batch", "4"}}) == 0);
+  // DDP over 4: a ring all-reduce moves 2·G·3/4 per rank, G = 4,640 bytes.
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}}) == 2 * 4640 * 3 / 4);
+  // ZeRO-1 and 2: reduce-scatter G and all-gather W, the same 2Ψ (ZeRO §7.2.1).
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}, {"zero", "1"}}) == 4640 * 3 / 4 * 2);
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}, {"zero", "2"}}) == 4640 * 3 / 4 * 2);
+  // ZeRO-3: the parameters are gathered for forward and again for backward: 3Ψ.
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}, {"zero", "3"}}) == 4640 * 3 / 4 * 3);
+  // ... and per micro-batch when accumulating; DDP all-reduces once a step.
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}, {"zero", "3"}, {"grad_accum", "2"}}) == 2 * 4640 * 3 / 4 * 3);
+  CHECK(bytes({{"mode", "train"}, {"dp", "4"}, {"grad_accum", "2"}}) == 2 * 4640 * 3 / 4);
+}
+
+TEST_CASE("communication per step: Megatron's tensor-parallel all-reduces", "[communication][tp]") {
+  // llama-3.1-8b at tp 2, batch 1 × 1024: each all-reduce of s·b·h bf16
+  // (8 MiB) moves 2·8 MiB·1/2 per rank; 4 per layer × 32 layers + 2 for the
+  // embedding and output layer = 130 all-reduces.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Workload w =
+      test::workload(m, {{"mode", "train"}, {"framework", "megatron"}, {"tp", "2"}, {"seq", "1024"}});
+  std::uint64_t total = 0;
+  for (const Node& n : communication_per_step(m, w)) total += n.bytes;
+  const std::uint64_t one = 1024ULL * 4096 * 2;
+  CHECK(total == 130 * one);
+  // Full recompute repeats each layer's two forward all-reduces.
+  const Workload full = test::workload(
+      m, {{"mode", "train"}, {"framework", "megatron"}, {"tp", "2"}, {"seq", "1024"}, {"checkpoint", "full"}});
+  total = 0;
+  for (const Node& n : communication_per_step(m, full)) total += n.bytes;
+  CHECK(total == (130 + 64) * one);
+}

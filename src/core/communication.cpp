@@ -1,0 +1,80 @@
+// Communication volume per optimizer step of a training layout
+// (docs/formulas.md, "Communication per step").
+#include <fmt/format.h>
+
+#include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc {
+
+namespace {
+
+// A ring collective's share on one rank: bytes·(N−1)/N, times `ops`.
+std::uint64_t ring(std::uint64_t bytes, std::uint64_t ranks, std::uint64_t ops) {
+  __extension__ using u128 = unsigned __int128;
+  const u128 share = static_cast<u128>(bytes) * (ranks - 1) / ranks * ops;
+  if (share > UINT64_MAX) throw OverflowError("communication bytes exceed 64 bits");
+  return static_cast<std::uint64_t>(share);
+}
+
+constexpr const char* k_zero = "Rajbhandari et al. 2020 (arXiv 1910.02054) §7; NCCL ring collectives";
+
+}  // namespace
+
+std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) {
+  std::vector<Node> out;
+  if (w.mode != Mode::train) return out;
+  const std::uint64_t N = w.dp;
+  const std::uint64_t micro = w.grad_accum;
+  if (N > 1) {
+    const std::uint64_t trained = trainable_parameters(m, w);
+    const std::uint64_t grads = bytes_for(trained, gradient_dtype(w));
+    const std::uint64_t params = bytes_for(trained, weight_dtype(w));
+    if (w.zero == 0) {
+      // DDP all-reduces the gradients once per step (no_sync while accumulating).
+      out.push_back(leaf("dp.grad_allreduce", "data parallel: all-reduce of the gradients", ring(grads, N, 2),
+                         1, "2·G·(N−1)/N", k_zero));
+    } else {
+      // ZeRO-2 and 3 reduce-scatter every micro-batch's gradients into their
+      // partitions; ZeRO-1 once per step.
+      const std::uint64_t scatters = w.zero >= 2 ? micro : 1;
+      out.push_back(leaf("dp.grad_reduce_scatter", "ZeRO: reduce-scatter of the gradients", ring(grads, N, 1),
+                         scatters, "G·(N−1)/N per micro-batch (ZeRO-2/3) or step (ZeRO-1)", k_zero));
+      if (w.zero <= 2) {
+        out.push_back(leaf("dp.param_allgather", "ZeRO-1/2: all-gather of the updated parameters",
+                           ring(params, N, 1), 1, "W·(N−1)/N", k_zero));
+      } else {
+        const std::uint64_t all = bytes_for(count_parameters(m).total, weight_dtype(w));
+        out.push_back(leaf("dp.param_allgather",
+                           "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
+                           micro, "2·W·(N−1)/N per micro-batch", k_zero));
+      }
+    }
+  }
+  const std::uint64_t t = w.parallel.tp;
+  if (t > 1) {
+    // Per micro-batch: two all-reduces of s·b·h in each layer's forward and
+    // two in its backward, one each for the vocabulary-parallel embedding
+    // (forward) and output layer (backward); recomputed layers repeat their
+    // forward's two.
+    const std::uint64_t act = bytes_for(checked_product(w.batch, w.seq, m.hidden_size), w.dtype);
+    constexpr const char* src =
+        "Shoeybi et al. 2019 (arXiv 1909.08053) §3; Korthikanti et al. 2022 §4.2.2 (sequence parallelism: "
+        "the same volume as reduce-scatters and all-gathers)";
+    out.push_back(leaf("tp.layer_allreduce", "tensor parallel: four all-reduces of s·b·h per layer",
+                       ring(act, t, checked_mul(8, m.num_layers)), micro,
+                       "4·L·2·s·b·h·(t−1)/t per micro-batch", src));
+    out.push_back(leaf("tp.embedding_allreduce", "tensor parallel: embedding and output-layer all-reduces",
+                       ring(act, t, 4), micro, "2·2·s·b·h·(t−1)/t per micro-batch", src));
+    const std::uint64_t recomputed =
+        w.checkpoint.kind == CheckpointKind::selective ? 0 : checkpointed_layers(w.checkpoint, m.num_layers);
+    if (recomputed > 0) {
+      out.push_back(leaf("tp.recompute_allreduce", "tensor parallel: the recomputed forward's all-reduces",
+                         ring(act, t, checked_mul(4, recomputed)), micro,
+                         "2·R·2·s·b·h·(t−1)/t per micro-batch, R recomputed layers", src));
+    }
+  }
+  return out;
+}
+
+}  // namespace vramcalc
