@@ -120,6 +120,16 @@ std::string table(const std::vector<CompareColumn>& cols) {
     if (r.name == "peak_allocated") out += "\n";
     out += line(r.name, [&](std::size_t c) { return cell(cols, c, r); });
   }
+  // Memory against traffic: what each layout moves per step, per rank.
+  bool any_traffic = false;
+  for (const CompareColumn& c : cols) any_traffic = any_traffic || c.plan.communication_bytes > 0;
+  if (any_traffic) {
+    out += line("comm/step", [&](std::size_t c) {
+      const std::uint64_t v = cols[c].plan.communication_bytes;
+      return c == 0 ? format_gib(v)
+                    : fmt::format("{} ({})", format_gib(v), delta(v, cols[0].plan.communication_bytes));
+    });
+  }
   if (any_colocated(cols)) {
     // With other processes on the GPU, the verdict is on the whole GPU.
     out += line("colocated", [&](std::size_t c) { return format_gib(cols[c].plan.colocated_device); });
