@@ -30,6 +30,9 @@ struct Lever {
   std::uint64_t peak_device = 0;
   std::int64_t bytes_saved = 0;  ///< plan peak − lever peak (negative: it costs memory)
   bool fits = false;
+  /// Bytes one rank moves per step with the lever (communication_bytes):
+  /// memory levers such as ZeRO-3 trade it for traffic.
+  std::uint64_t communication = 0;
 };
 
 /// The fewest levers that together fit, cheapest first among equals.
@@ -43,8 +46,9 @@ struct Combination {
 
 struct Advice {
   std::uint64_t limit_bytes = 0;
-  std::uint64_t peak_device = 0;  ///< of the plan as given
-  std::vector<Lever> levers;      ///< sorted by bytes_saved, largest first
+  std::uint64_t peak_device = 0;    ///< of the plan as given
+  std::uint64_t communication = 0;  ///< of the plan as given, per rank and step
+  std::vector<Lever> levers;        ///< sorted by bytes_saved, largest first
   /// The smallest fitting combination; when none fits, all levers together.
   std::optional<Combination> combination;
   /// Levers the articles discuss that do not apply here, and why.

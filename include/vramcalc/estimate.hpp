@@ -88,6 +88,10 @@ struct PlanResult {
   std::vector<Node> communication;
   std::uint64_t communication_bytes = 0;
 };
+/// Σ communication_per_step on one rank of `model` under `workload` (its
+/// tensor-parallel shard where it has one): bytes moved per optimizer step.
+[[nodiscard]] std::uint64_t communication_bytes(const ModelSpec& model, const Workload& workload);
+
 /// The budget, and the verdict on the request's GPU beside its colocated
 /// processes. Throws OverflowError as estimate() does.
 [[nodiscard]] PlanResult plan(PlanRequest request);

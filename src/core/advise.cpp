@@ -302,6 +302,7 @@ Advice advise(const PlanRequest& r, std::uint64_t limit) {
   out.limit_bytes = limit;
   const ModelSpec& m = r.model;
   out.peak_device = peak_of(m, r.workload, out.evaluations);
+  out.communication = communication_bytes(m, r.workload);
   std::vector<Candidate> cands = candidates(r, out.not_applicable);
   if (auto mb = micro_batch(r, limit, out.evaluations)) cands.push_back(std::move(*mb));
 
@@ -312,6 +313,7 @@ Advice advise(const PlanRequest& r, std::uint64_t limit) {
     l.peak_device = peak_of(m, l.workload, out.evaluations);
     l.bytes_saved = saved(out.peak_device, l.peak_device);
     l.fits = l.peak_device <= limit;
+    l.communication = communication_bytes(m, l.workload);
     out.levers.push_back(std::move(l));
   }
   // Sort by bytes saved, largest first; ties by cost, then name.

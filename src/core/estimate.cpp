@@ -1467,6 +1467,14 @@ FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others)
   return v;
 }
 
+std::uint64_t communication_bytes(const ModelSpec& model, const Workload& w) {
+  ModelSpec shard;
+  std::uint64_t total = 0;
+  for (const Node& n : communication_per_step(rank_model(model, w, shard), w))
+    total = checked_add(total, n.bytes);
+  return total;
+}
+
 PlanResult plan(PlanRequest request) {
   PlanResult r;
   r.parameters = count_parameters(request.model);
@@ -1483,7 +1491,7 @@ PlanResult plan(PlanRequest request) {
   const Workload& w = request.workload;
   ModelSpec shard;
   r.communication = communication_per_step(rank_model(request.model, w, shard), w);
-  for (const Node& n : r.communication) r.communication_bytes = checked_add(r.communication_bytes, n.bytes);
+  r.communication_bytes = communication_bytes(request.model, w);
   if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none) {
     const MegatronArgs args = megatron_args(request.model, w);
     r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),

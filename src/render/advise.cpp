@@ -40,12 +40,20 @@ std::string table(const AdviseReport& r) {
   const Advice& a = r.advice;
   std::string out = fmt::format("{}: {}\n", r.plan.request.model.name, render_detail::workload_line(r.plan));
   out += fmt::format("limit: {} GiB ({})\n{}\n\n", format_gib(a.limit_bytes), r.limit_text, verdict_line(r));
-  out += fmt::format("{:<4}{:<30} {:>10} {:>10} {:>5}  {}\n", "", "lever", "saves GiB", "peak GiB", "fits",
-                     "cost");
+  // Traffic per step beside memory, when the plan spans several ranks.
+  bool traffic = a.communication > 0;
+  for (const Lever& l : a.levers) traffic = traffic || l.communication > 0;
+  out += fmt::format("{:<4}{:<30} {:>10} {:>10} {:>5}{}  {}\n", "", "lever", "saves GiB", "peak GiB", "fits",
+                     traffic ? fmt::format(" {:>15}", "comm GiB/step") : "", "cost");
   std::size_t n = 0;
   for (const Lever& l : a.levers) {
-    out += fmt::format("{:<4}{:<30} {:>10} {:>10} {:>5}  {}\n", fmt::format("{}.", ++n), l.name,
-                       signed_gib(l.bytes_saved), format_gib(l.peak_device), l.fits ? "yes" : "no", l.cost);
+    out += fmt::format("{:<4}{:<30} {:>10} {:>10} {:>5}{}  {}\n", fmt::format("{}.", ++n), l.name,
+                       signed_gib(l.bytes_saved), format_gib(l.peak_device), l.fits ? "yes" : "no",
+                       traffic ? fmt::format(" {:>15}", format_gib(l.communication)) : "", l.cost);
+  }
+  if (traffic) {
+    out +=
+        fmt::format("    (the plan as given moves {} GiB per step and rank)\n", format_gib(a.communication));
   }
   if (a.levers.empty()) out += "    (no lever applies)\n";
   if (a.combination) {
@@ -104,6 +112,7 @@ std::string advise_json(const AdviseReport& r) {
   j["limit_bytes"] = a.limit_bytes;
   j["limit"] = r.limit_text;
   j["peak_device_bytes"] = a.peak_device;
+  j["communication_bytes"] = a.communication;
   j["fits"] = a.peak_device <= a.limit_bytes;
   json levers = json::array();
   for (const Lever& l : a.levers) {
@@ -114,6 +123,7 @@ std::string advise_json(const AdviseReport& r) {
                       {"bytes_saved", l.bytes_saved},
                       {"peak_device_bytes", l.peak_device},
                       {"fits", l.fits},
+                      {"communication_bytes", l.communication},
                       {"cost", l.cost},
                       {"cost_source", l.source}});
   }

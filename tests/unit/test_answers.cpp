@@ -315,3 +315,19 @@ TEST_CASE("advise: serving levers are ones the engine accepts", "[advise]") {
     }
   }
 }
+
+TEST_CASE("advise shows what each lever moves per step beside what it saves", "[advise][communication]") {
+  // DDP over 8 all-reduces 2Ψ of gradients; ZeRO-3 moves 3Ψ (Rajbhandari et
+  // al. 2020 §7.2.2): the lever that saves the most memory costs 1.5× the
+  // traffic; ZeRO-1 and 2 cost none extra.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const PlanRequest r = test::request(m, {{"mode", "train"}, {"dp", "8"}, {"seq", "2048"}});
+  const Advice a = advise(r, 80ULL << 30);
+  CHECK(a.communication == communication_bytes(m, r.workload));
+  CHECK(a.communication > 0);
+  for (const Lever& l : a.levers) {
+    INFO(l.name);
+    if (l.name == "zero=3") CHECK(l.communication == a.communication / 2 * 3);
+    if (l.name == "zero=1" || l.name == "zero=2") CHECK(l.communication == a.communication);
+  }
+}
