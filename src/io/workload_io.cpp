@@ -833,8 +833,6 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
   }
 }
 
-// vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
-// is a share of this GPU's memory, so the GPU is required.
 // vLLM's multi-LoRA serving (--max-loras): vllm/config/lora.py defaults,
 // and what vramcalc models of it.
 void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
@@ -866,6 +864,8 @@ void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInp
   }
 }
 
+// vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
+// is a share of this GPU's memory, so the GPU is required.
 void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   VllmConfig& v = w.vllm;
