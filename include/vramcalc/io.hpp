@@ -87,6 +87,7 @@ struct WorkloadInput {
   std::optional<Given<VllmSampler>> sampler;
   std::optional<Given<std::uint64_t>> tp;
   std::optional<Given<bool>> sp;
+  std::optional<Given<std::uint64_t>> cp;
   std::optional<Given<std::uint64_t>> max_loras;
   std::optional<Given<std::uint64_t>> max_lora_rank;
   std::optional<Given<std::uint64_t>> lora_extra_vocab_size;

@@ -175,6 +175,9 @@ struct Parallel {
   /// --sp: sequence parallelism; the activations outside the tensor-parallel
   /// regions (norms, dropout, residual) are split along the sequence too.
   bool sp = false;
+  /// --cp: context-parallel ranks; each holds s/cp tokens of every
+  /// sequence, and the weights are replicated across them.
+  std::uint64_t cp = 1;
 };
 
 struct Workload {

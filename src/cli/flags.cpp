@@ -85,6 +85,10 @@ constexpr FlagSpec k_flags[] = {
      "yes | no: Megatron's --sequence-parallel with --tp above 1: norms, dropout and the residual split "
      "along "
      "the sequence too (default no)"},
+    {"cp", "--cp",
+     "Megatron's --context-parallel-size with --mode train --framework megatron: each rank holds s/cp tokens "
+     "of every sequence (ring attention; --seq must divide by 2·cp), the weights replicated and the "
+     "distributed optimizer over dp·cp (default 1)"},
     {"max_loras", "--max-loras",
      "vllm: LoRA adapters served at once (vLLM --enable-lora --max-loras): every qkv, o, gate_up and down "
      "layer, and embed_tokens and lm_head of Llama, Mistral and Phi-3, gets a slot per adapter when the "

@@ -125,6 +125,20 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
       checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
       "derivation from the MLP's backward (vramcalc)");
 
+  // Context parallelism: ring attention receives the next rank's K and V
+  // chunk while it uses the current one (Transformer Engine
+  // AttnFuncWithCPAndKVP2P, double-buffered p2p), in forward and again in
+  // backward. `x.T` is this rank's b·s/cp tokens.
+  if (w.parallel.cp > 1) {
+    constexpr std::string_view te =
+        "Transformer Engine attention.py AttnFuncWithCPAndKVP2P (p2p_comm_buffers)";
+    const std::uint64_t buffers = checked_mul(4, kv);
+    add(p.forward_extra, "cp.kv_buffers", "context parallel: K and V chunks in flight (double buffer)",
+        buffers, c, "2·2·s·b·k·d (s this rank's tokens)", te);
+    add(p.layer_backward, "cp.kv_buffers", "context parallel: K and V chunks in flight (double buffer)",
+        buffers, c, "2·2·s·b·k·d (s this rank's tokens)", te);
+  }
+
   if (detail == Detail::tree) describe(p, w);
   return p;
 }

@@ -74,6 +74,20 @@ std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) 
                          "2·R·2·s·b·h·(t−1)/t per micro-batch, R recomputed layers", src));
     }
   }
+  const std::uint64_t cp = w.parallel.cp;
+  if (cp > 1) {
+    // Ring attention passes each rank's K and V chunk around the cp ranks:
+    // cp − 1 sends forward, and K, V with their gradients backward
+    // (Transformer Engine AttnFuncWithCPAndKVP2P). `w.seq` is the rank's
+    // s/cp tokens; K and V are the rank's k·d columns.
+    const std::uint64_t kv = bytes_for(
+        checked_product(2, w.batch, w.seq, checked_mul(m.num_key_value_heads, m.head_dim)), w.dtype);
+    out.push_back(leaf("cp.kv_exchange", "context parallel: ring K/V chunks and their gradients",
+                       checked_product(kv, 3 * (cp - 1), m.num_layers), micro,
+                       "3·(cp−1)·L·2·b·(s/cp)·k·d per micro-batch",
+                       "Transformer Engine attention.py AttnFuncWithCPAndKVP2P; Megatron-LM context "
+                       "parallelism docs"));
+  }
   return out;
 }
 

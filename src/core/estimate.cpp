@@ -1370,9 +1370,24 @@ const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec
   return storage;
 }
 
-// Both paths: the components, phases and peaks of `model` under `w`; every
-// formula sees the model one GPU holds.
-Totals assemble(Builder& out, const ModelSpec& model, const Workload& w) {
+// The workload one GPU runs: under Megatron's context parallelism its s/cp
+// tokens of every sequence, and the weights replicated over the cp ranks,
+// so gradients and the distributed optimizer span dp·cp
+// (megatron/core/parallel_state.py, the data-parallel group with context
+// parallelism) (built in `storage`); else `w` itself.
+const Workload& rank_workload(const Workload& w, Workload& storage) {
+  if (w.mode != Mode::train || w.parallel.cp == 1) return w;
+  storage = w;
+  storage.seq = w.seq / w.parallel.cp;
+  storage.dp = checked_mul(w.dp, w.parallel.cp);
+  return storage;
+}
+
+// Both paths: the components, phases and peaks of `model` under `given`;
+// every formula sees the model and the workload one GPU holds.
+Totals assemble(Builder& out, const ModelSpec& model, const Workload& given) {
+  Workload local;
+  const Workload& w = rank_workload(given, local);
   ModelSpec shard;
   const ModelSpec& m = rank_model(model, w, shard);
   const ParamTensorList tensors = parameter_tensor_list(m);
@@ -1415,8 +1430,10 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   b.sum = r.sum;
   b.serving = r.serving;
   ModelSpec shard;
-  const ModelSpec& held = rank_model(m, w, shard);
-  core::annotate(b, held, w, count_parameters(held), m.vocab_size);
+  Workload local;
+  const Workload& rank_w = rank_workload(w, local);
+  const ModelSpec& held = rank_model(m, rank_w, shard);
+  core::annotate(b, held, rank_w, count_parameters(held), m.vocab_size);
   return b;
 }
 
@@ -1467,11 +1484,17 @@ FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others)
   return v;
 }
 
-std::uint64_t communication_bytes(const ModelSpec& model, const Workload& w) {
+// communication_per_step on one rank: its model shard and its workload.
+std::vector<Node> rank_communication(const ModelSpec& model, const Workload& given) {
+  Workload local;
+  const Workload& w = rank_workload(given, local);
   ModelSpec shard;
+  return communication_per_step(rank_model(model, w, shard), w);
+}
+
+std::uint64_t communication_bytes(const ModelSpec& model, const Workload& w) {
   std::uint64_t total = 0;
-  for (const Node& n : communication_per_step(rank_model(model, w, shard), w))
-    total = checked_add(total, n.bytes);
+  for (const Node& n : rank_communication(model, w)) total = checked_add(total, n.bytes);
   return total;
 }
 
@@ -1489,8 +1512,7 @@ PlanResult plan(PlanRequest request) {
   request.colocated.clear();
   r.gpu_total = checked_add(r.budget.peak_device, r.colocated_device);
   const Workload& w = request.workload;
-  ModelSpec shard;
-  r.communication = communication_per_step(rank_model(request.model, w, shard), w);
+  r.communication = rank_communication(request.model, w);
   r.communication_bytes = communication_bytes(request.model, w);
   if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none) {
     const MegatronArgs args = megatron_args(request.model, w);

@@ -136,7 +136,9 @@ MegatronArgs megatron_args(const ModelSpec& m, const Workload& w) {
   a.micro_batch = w.batch;
   a.tp = t;
   a.dp = w.dp;
-  a.world = checked_mul(w.dp, t);
+  // Megatron's data-parallel size excludes context parallelism; the world
+  // includes it.
+  a.world = checked_product(w.dp, t, w.parallel.cp);
   a.distributed_optimizer = w.zero >= 1;
   a.sequence_parallel = w.parallel.sp;
   a.selective_recompute = w.checkpoint.kind == CheckpointKind::selective;

@@ -423,6 +423,7 @@ const std::vector<std::string>& workload_keys() {
                                                 "sampler",
                                                 "tp",
                                                 "sp",
+                                                "cp",
                                                 "max_loras",
                                                 "max_lora_rank",
                                                 "lora_extra_vocab_size",
@@ -520,6 +521,7 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "sampler") return put(in.sampler, parse_choice(k_samplers, text, origin), origin);
   if (key == "tp") return put(in.tp, parse_integer(text, origin, true), origin);
   if (key == "sp") return put(in.sp, parse_yes_no(text, origin), origin);
+  if (key == "cp") return put(in.cp, parse_integer(text, origin, true), origin);
   if (key == "max_loras") return put(in.max_loras, parse_integer(text, origin, true), origin);
   if (key == "max_lora_rank") {
     // vllm/config/lora.py LoRAConfig: the ranks vLLM's kernels are built for.
@@ -566,11 +568,23 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {
-      "lora_rank",    "batch",      "grad_accum",    "seq",
-      "dp",           "zero",       "gpu_layers",    "ubatch",
-      "max_num_seqs", "block_size", "shared_prefix", "max_num_batched_tokens",
-      "tp",           "max_loras",  "max_lora_rank", "lora_extra_vocab_size"};
+  const std::vector<std::string> integer_keys = {"lora_rank",
+                                                 "batch",
+                                                 "grad_accum",
+                                                 "seq",
+                                                 "dp",
+                                                 "zero",
+                                                 "gpu_layers",
+                                                 "ubatch",
+                                                 "max_num_seqs",
+                                                 "block_size",
+                                                 "shared_prefix",
+                                                 "max_num_batched_tokens",
+                                                 "tp",
+                                                 "max_loras",
+                                                 "max_lora_rank",
+                                                 "lora_extra_vocab_size",
+                                                 "cp"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -724,6 +738,32 @@ void resolve_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
   if (p.sp && r.workload.seq % p.tp != 0) {
     conflict(in.sp->origin, fmt::format("sequence parallelism splits --seq {} over {} ranks: it must divide",
                                         r.workload.seq, p.tp));
+  }
+}
+
+// Megatron's context parallelism: each rank takes 2 of 2·cp chunks of every
+// sequence (load balancing, megatron/core/utils.py
+// get_batch_on_this_cp_rank), through fused attention.
+void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  w.parallel.cp = in.cp ? in.cp->value : 1;
+  if (!in.cp) r.defaulted.emplace_back("cp");
+  if (w.parallel.cp == 1) return;
+  const std::string& origin = in.cp->origin;
+  const std::uint64_t chunks = checked_mul(2, w.parallel.cp);
+  if (w.seq % chunks != 0) {
+    conflict(origin, fmt::format("context parallelism splits each sequence into 2·cp = {} chunks: --seq {} "
+                                 "must divide",
+                                 chunks, w.seq));
+  }
+  if (w.parallel.sp && (w.seq / w.parallel.cp) % w.parallel.tp != 0) {
+    conflict(origin, fmt::format("with --sp, a rank's {} tokens must split over --tp {}",
+                                 w.seq / w.parallel.cp, w.parallel.tp));
+  }
+  if (w.attention != AttentionImpl::flash) {
+    conflict(origin,
+             "context parallelism runs through fused attention (Transformer Engine): use --attention "
+             "flash");
   }
 }
 
@@ -1027,6 +1067,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.lora_dropout, top.lora_dropout);
   take(base.freeze, top.freeze);
   take(base.sp, top.sp);
+  take(base.cp, top.cp);
   take(base.max_loras, top.max_loras);
   take(base.max_lora_rank, top.max_lora_rank);
   take(base.lora_extra_vocab_size, top.lora_extra_vocab_size);
@@ -1133,6 +1174,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
   if (in.sp && !train)
     conflict(in.sp->origin, "sequence parallelism is modelled for training (--mode train)");
+  if (in.cp && !train) conflict(in.cp->origin, "context parallelism is modelled for training (--mode train)");
   check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
@@ -1229,8 +1271,10 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     w.kv_dtype = w.dtype;
     if (w.framework == Framework::megatron) {
       resolve_parallel(model, r, in);
-    } else if (in.sp) {
-      conflict(in.sp->origin, "sequence parallelism is modelled with --framework megatron");
+      resolve_context_parallel(r, in);
+    } else if (in.sp || in.cp) {
+      conflict(in.sp ? in.sp->origin : in.cp->origin,
+               "sequence and context parallelism are modelled with --framework megatron");
     }
   } else {
     w.optimizer = Optimizer::none;

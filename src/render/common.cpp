@@ -101,8 +101,11 @@ std::string workload_line(const Workload& w) {
       name_of(w.attention), checkpoint_text(w.checkpoint),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
       w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "",
-      w.parallel.tp > 1
-          ? fmt::format("tp {}{} (one rank shown), ", w.parallel.tp, w.parallel.sp ? " + sp" : "")
+      w.parallel.tp > 1 || w.parallel.cp > 1
+          ? fmt::format(
+                "{}{}{} (one rank shown), ", w.parallel.tp > 1 ? fmt::format("tp {}", w.parallel.tp) : "",
+                w.parallel.sp ? " + sp" : "",
+                w.parallel.cp > 1 ? fmt::format("{}cp {}", w.parallel.tp > 1 ? ", " : "", w.parallel.cp) : "")
           : "",
       w.dp, w.zero);
 }

@@ -111,7 +111,8 @@ json workload_json(const PlanResult& p) {
     j["vllm"] = nullptr;
   }
   j["dp"] = w.dp;
-  j["parallel"] = train ? json{{"tp", w.parallel.tp}, {"sp", w.parallel.sp}} : json(nullptr);
+  j["parallel"] =
+      train ? json{{"tp", w.parallel.tp}, {"sp", w.parallel.sp}, {"cp", w.parallel.cp}} : json(nullptr);
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
   j["defaults"] = p.request.defaulted;

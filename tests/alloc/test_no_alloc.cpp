@@ -140,6 +140,7 @@ int main() {
       make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "1000"}}),
       make("llama-3.1-70b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "4"}}),
       make("llama-3.1-70b", {{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}, {"sp", "yes"}}),
+      make("llama-3.1-8b", {{"mode", "train"}, {"framework", "megatron"}, {"cp", "2"}, {"seq", "8192"}}),
       make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_loras", "4"}, {"tp", "2"}}),
       make("llama-3.1-70b", {{"draft", "llama-3.2-1b"}, {"batch", "4"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"freeze", "embeddings,layers:0-15"}, {"batch", "2"}}),

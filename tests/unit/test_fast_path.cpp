@@ -206,6 +206,13 @@ std::vector<Settings> grid() {
                    {"dp", "8"},
                    {"zero", "1"}});
   }
+  out.push_back({{"mode", "train"}, {"framework", "megatron"}, {"cp", "2"}, {"seq", "4096"}, {"zero", "1"}});
+  out.push_back({{"mode", "train"},
+                 {"framework", "megatron"},
+                 {"tp", "2"},
+                 {"sp", "yes"},
+                 {"cp", "4"},
+                 {"seq", "8192"}});
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;

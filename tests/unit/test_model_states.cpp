@@ -193,8 +193,44 @@ TEST_CASE("communication per step: Megatron's tensor-parallel all-reduces", "[co
   CHECK(total == 130 * one);
   // Full recompute repeats each layer's two forward all-reduces.
   const Workload full = test::workload(
-      m, {{"mode", "train"}, {"framework", "megatron"}, {"tp", "2"}, {"seq", "1024"}, {"checkpoint", "full"}});
+      m,
+      {{"mode", "train"}, {"framework", "megatron"}, {"tp", "2"}, {"seq", "1024"}, {"checkpoint", "full"}});
   total = 0;
   for (const Node& n : communication_per_step(m, full)) total += n.bytes;
   CHECK(total == (130 + 64) * one);
+}
+
+TEST_CASE("context parallelism: a rank holds s/cp tokens and shares the optimizer over dp·cp",
+          "[communication][cp]") {
+  // Megatron --cp 2 at 4,096 tokens is, on one rank, 2,048 tokens with the
+  // distributed optimizer over 2 ranks; only the ring's K/V buffers differ.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Budget cp = estimate(
+      m, test::workload(
+             m, {{"mode", "train"}, {"framework", "megatron"}, {"seq", "4096"}, {"cp", "2"}, {"zero", "1"}}));
+  const Budget half = estimate(
+      m, test::workload(
+             m, {{"mode", "train"}, {"framework", "megatron"}, {"seq", "2048"}, {"dp", "2"}, {"zero", "1"}}));
+  for (Component c : {Component::weights, Component::gradients, Component::optimizer_states,
+                      Component::master_weights, Component::activations, Component::logits}) {
+    INFO(name_of(c));
+    CHECK(test::component(cp, c) == test::component(half, c));
+  }
+  // The ring's double buffer of K and V chunks is a transient on top: the
+  // forward's last layer holds it beside every stored activation.
+  auto has_phase = [](const Budget& b, const std::string& name) {
+    for (const Phase& p : b.phases) {
+      if (p.when == name) return true;
+    }
+    return false;
+  };
+  CHECK(has_phase(cp, "forward, last layer"));
+  CHECK_FALSE(has_phase(half, "forward, last layer"));
+  // Traffic: the ring passes 3·(cp − 1) K/V chunks per layer, each
+  // 2·2,048·8·128 bf16 values (8 MiB); the fp32 gradients are all-reduced
+  // over dp·cp = 2 ranks: 2·G·1/2.
+  const Workload w =
+      test::workload(m, {{"mode", "train"}, {"framework", "megatron"}, {"seq", "4096"}, {"cp", "2"}});
+  const std::uint64_t chunk = 2ULL * 2048 * 8 * 128 * 2;
+  CHECK(communication_bytes(m, w) == 3 * 32 * chunk + 8'030'261'248ULL * 4);
 }
