@@ -4,13 +4,16 @@
 //
 // Expected outcomes: a ModelSpec, or InputError. A config the parser accepts
 // must also resolve with every workload default and plan (OverflowError
-// aside), since the defaults are chosen for any valid model.
+// aside), since the defaults are chosen for any valid model, except
+// mixture-of-experts and latent-attention models, whose parameters are
+// counted but whose plans the input boundary refuses for now.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 
 #include "fuzz_common.hpp"
 #include "vramcalc/io.hpp"
+#include "vramcalc/parameters.hpp"
 
 using namespace vramcalc;
 
@@ -19,6 +22,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::optional<ModelSpec> model;
   if (!fuzz::input_boundary("parse_model", [&] { model = parse_model(text, "config.json", "config"); })) {
     return 0;
+  }
+  if (model->experts > 0 || model->kv_lora_rank > 0) {
+    try {
+      (void)count_parameters(*model);
+      (void)resolve(*model, WorkloadInput{});
+      fuzz::finding("resolve", "planned an MoE/MLA model, which the input boundary should refuse");
+    } catch (const InputError&) {
+      return 0;  // refused with a message, as documented
+    } catch (const std::exception& e) {
+      fuzz::finding("resolve", fuzz::describe(e));
+    }
   }
   std::optional<PlanRequest> request;
   try {
