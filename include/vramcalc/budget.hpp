@@ -91,6 +91,25 @@ struct ServingPool {
   std::uint64_t startup_free = 0;
 };
 
+/// Which pipeline stage a budget is (--pp), and what its rank holds.
+struct PipelineStage {
+  std::uint64_t stage = 0;         ///< 0 … stages − 1
+  std::uint64_t stages = 1;        ///< pp; 1 without pipeline parallelism
+  std::uint64_t chunks = 1;        ///< model chunks on the rank (V of interleaved:V)
+  std::uint64_t chunk_layers = 0;  ///< decoder layers per chunk
+  bool embedding = true;           ///< holds the input embeddings (the first stage)
+  bool head = true;                ///< holds the final norm and output layer (the last stage)
+  /// Micro-batch passes through a chunk whose activations the rank holds
+  /// at its worst moment (pipeline_in_flight).
+  std::uint64_t in_flight = 1;
+
+  /// The first decoder layer of chunk c: Megatron gives chunk c of stage s
+  /// the layers from (c·stages + s)·chunk_layers.
+  [[nodiscard]] std::uint64_t first_layer(std::uint64_t c) const {
+    return (c * stages + stage) * chunk_layers;
+  }
+};
+
 struct Budget {
   ComponentBytes components{};
   std::vector<Node> breakdown;  ///< one root per component, in Component order
@@ -111,7 +130,8 @@ struct Budget {
   std::vector<Node> host;
   std::uint64_t host_bytes = 0;
 
-  ServingPool serving;  ///< --engine vllm
+  ServingPool serving;     ///< --engine vllm
+  PipelineStage pipeline;  ///< --pp: the stage this budget is
 
   /// What drives each component, in words: ("activations", "no checkpointing, ...").
   std::vector<std::pair<std::string, std::string>> assumptions;

@@ -17,7 +17,9 @@
 namespace vramcalc {
 
 /// The budget of one GPU. Pure: valid inputs (from the io layer) never make
-/// it fail, except OverflowError when a byte count exceeds 64 bits.
+/// it fail, except OverflowError when a byte count exceeds 64 bits. Under
+/// pipeline parallelism it is the rank of workload.parallel.stage, or with
+/// none named the worst stage's (the largest peak_device).
 [[nodiscard]] Budget estimate(const ModelSpec& model, const Workload& workload);
 
 /// The most phases a step has: forward at the loss and at the last layer,
@@ -87,6 +89,10 @@ struct PlanResult {
   /// their sum; empty when training on one GPU or serving.
   std::vector<Node> communication;
   std::uint64_t communication_bytes = 0;
+  /// --pp: the budget of each pipeline stage's rank, in stage order
+  /// (`budget` is the worst of them); empty without pipeline parallelism.
+  /// Each stands for its tp·cp·dp ranks, which hold the same.
+  std::vector<Budget> ranks;
 };
 /// Σ communication_per_step on one rank of `model` under `workload` (its
 /// tensor-parallel shard where it has one): bytes moved per optimizer step.

@@ -151,6 +151,33 @@ struct LlamaCppKv {
 /// AttentionSpec.page_size_bytes).
 [[nodiscard]] std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w);
 
+/// What one rank of pipeline stage `stage` holds at its worst moment: the
+/// forward passes whose activations it keeps for their backward (docs/
+/// formulas.md, "Pipeline parallelism"). A unit is one micro-batch through
+/// one of the rank's model chunks (its whole stage unless interleaved).
+struct PipelineInFlight {
+  std::uint64_t units = 1;        ///< units whose activations are stored
+  std::uint64_t first_chunk = 1;  ///< of them, units of the rank's first chunk
+  std::uint64_t last_chunk = 1;   ///< of them, units of the rank's last chunk
+};
+/// `micro` micro-batches per step on `pp` stages of `chunks` chunks each:
+///  - 1f1b: stage s runs pp − s − 1 warm-up forwards, then alternates one
+///    forward and one backward: min(pp − s, M) units (Narayanan et al. 2021
+///    §2.2; Megatron-LM schedules.py forward_backward_pipelining_without_
+///    interleaving);
+///  - interleaved: 2·(pp − s − 1) + (V − 1)·pp warm-up chunk forwards (at
+///    most M·V), then one forward and one backward each step; the chunks
+///    follow Megatron's schedule table, micro-batches in groups of pp
+///    (schedules.py get_pp_rank_microbatches, get_schedule_table). At
+///    stage 0 with M·V past the warm-up this is Megatron's penalty
+///    pp·(1 + (pp − 1)/(pp·V)) micro-batches of L/pp layers;
+///  - gpipe: every forward before any backward: M units (Huang et al. 2019).
+/// first_chunk and last_chunk are the most of one chunk's units alive at
+/// once during the steady phase.
+[[nodiscard]] PipelineInFlight pipeline_in_flight(PipelineSchedule schedule, std::uint64_t pp,
+                                                  std::uint64_t chunks, std::uint64_t micro,
+                                                  std::uint64_t stage);
+
 /// One rank's share of a model under tensor parallelism, as a model of its
 /// own: attention heads, the MLP's intermediate size and the vocabulary
 /// (padded to a multiple of `vocab_pad`) divided by tp; KV heads divided,

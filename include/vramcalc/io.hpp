@@ -88,6 +88,10 @@ struct WorkloadInput {
   std::optional<Given<std::uint64_t>> tp;
   std::optional<Given<bool>> sp;
   std::optional<Given<std::uint64_t>> cp;
+  std::optional<Given<std::uint64_t>> pp;
+  /// --pp-schedule: the schedule and, for interleaved:V, V chunks per rank.
+  std::optional<Given<std::pair<PipelineSchedule, std::uint64_t>>> pp_schedule;
+  std::optional<Given<std::uint64_t>> microbatches;  ///< --microbatches: grad_accum by its pipeline name
   std::optional<Given<std::uint64_t>> max_loras;
   std::optional<Given<std::uint64_t>> max_lora_rank;
   std::optional<Given<std::uint64_t>> lora_extra_vocab_size;

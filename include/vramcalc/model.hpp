@@ -104,6 +104,12 @@ struct ModelSpec {
   /// (num_nextn_predict_layers); counted apart from the main model.
   std::uint64_t mtp_layers = 0;
 
+  /// One pipeline stage's share of a model (pipeline_stage): whether it
+  /// holds the input embeddings and the output end (final norm, output
+  /// layer). A whole model holds both.
+  bool holds_embedding = true;
+  bool holds_head = true;
+
   bool operator==(const ModelSpec&) const = default;
 };
 

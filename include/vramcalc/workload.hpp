@@ -166,6 +166,14 @@ struct Dropout {
   double embedding = 0.0;  ///< on the embedding output
 };
 
+/// How a pipeline orders the forward and backward passes of its
+/// micro-batches (docs/formulas.md, "Pipeline parallelism").
+enum class PipelineSchedule : std::uint8_t {
+  one_f_one_b,  ///< 1F1B (Narayanan et al. 2021 §2.2): stage i runs pp − i − 1 warm-up forwards
+  interleaved,  ///< Megatron's interleaved 1F1B: each rank holds V model chunks
+  gpipe,        ///< GPipe (Huang et al. 2019): every forward before any backward
+};
+
 /// Model parallelism of a training run (--framework megatron): one rank's
 /// share of each layer.
 struct Parallel {
@@ -178,13 +186,23 @@ struct Parallel {
   /// --cp: context-parallel ranks; each holds s/cp tokens of every
   /// sequence, and the weights are replicated across them.
   std::uint64_t cp = 1;
+  /// --pp: pipeline stages; stage i holds layers i·L/pp … (i+1)·L/pp − 1,
+  /// the first also the embeddings, the last the final norm and output layer.
+  std::uint64_t pp = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  /// Model chunks per rank (V of --pp-schedule interleaved:V); 1 otherwise.
+  std::uint64_t virtual_stages = 1;
+  /// The stage whose rank estimate() budgets; empty: the worst stage, the
+  /// one with the largest peak_device (the first of equals).
+  std::optional<std::uint64_t> stage;
 };
 
 struct Workload {
   Mode mode = Mode::infer;
   std::uint64_t batch = 1;  ///< micro-batch per GPU; concurrent sequences when serving
-  /// Micro-batches per optimizer step (training). Above 1, gradients stay
-  /// allocated from the first backward through the next forward passes.
+  /// Micro-batches per optimizer step (training; --grad-accum, or
+  /// --microbatches for a pipeline). Above 1, gradients stay allocated from
+  /// the first backward through the next forward passes.
   std::uint64_t grad_accum = 1;
   std::uint64_t seq = 0;                 ///< sequence length (train) or context length (infer)
   DType dtype = DType::bf16;             ///< weights (infer) or compute dtype (train)
@@ -234,5 +252,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(Engine e);
 [[nodiscard]] std::string_view name_of(VllmSampler s);
 [[nodiscard]] std::string_view name_of(CacheImpl c);
+[[nodiscard]] std::string_view name_of(PipelineSchedule s);
 
 }  // namespace vramcalc

@@ -89,6 +89,17 @@ constexpr FlagSpec k_flags[] = {
      "Megatron's --context-parallel-size with --mode train --framework megatron: each rank holds s/cp tokens "
      "of every sequence (ring attention; --seq must divide by 2·cp), the weights replicated and the "
      "distributed optimizer over dp·cp (default 1)"},
+    {"pp", "--pp",
+     "Megatron's --pipeline-model-parallel-size with --mode train --framework megatron: stage i holds layers "
+     "i·L/pp … (i+1)·L/pp − 1, the first also the embeddings, the last the output layer; the plan is the "
+     "worst stage's rank, with every stage in a table and the JSON's \"ranks\" (default 1)"},
+    {"pp_schedule", "--pp-schedule",
+     "1f1b | interleaved:V | gpipe: how the pipeline orders its micro-batches; stage i of 1f1b keeps "
+     "min(pp − i, M) micro-batches' activations, interleaved:V gives each rank V chunks of L/(pp·V) layers "
+     "(Megatron's --num-virtual-stages-per-pipeline-rank), gpipe keeps all M (default 1f1b)"},
+    {"microbatches", "--microbatches",
+     "micro-batches per optimizer step, M (Megatron's num_microbatches = global batch / (micro-batch × "
+     "dp)); the same count as --grad-accum (default 1)"},
     {"max_loras", "--max-loras",
      "vllm: LoRA adapters served at once (vLLM --enable-lora --max-loras): every qkv, o, gate_up and down "
      "layer, and embed_tokens and lm_head of Llama, Mistral and Phi-3, gets a slot per adapter when the "

@@ -64,8 +64,15 @@ std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) 
     out.push_back(leaf("tp.layer_allreduce", "tensor parallel: four all-reduces of s·b·h per layer",
                        ring(act, t, checked_mul(8, m.num_layers)), micro,
                        "4·L·2·s·b·h·(t−1)/t per micro-batch", src));
-    out.push_back(leaf("tp.embedding_allreduce", "tensor parallel: embedding and output-layer all-reduces",
-                       ring(act, t, 4), micro, "2·2·s·b·h·(t−1)/t per micro-batch", src));
+    // A pipeline stage holds the embedding, the output layer or neither.
+    const std::uint64_t ends = (m.holds_embedding ? 1U : 0U) + (m.holds_head ? 1U : 0U);
+    if (ends > 0) {
+      out.push_back(leaf("tp.embedding_allreduce", "tensor parallel: embedding and output-layer all-reduces",
+                         ring(act, t, 2 * ends), micro,
+                         ends == 2 ? "2·2·s·b·h·(t−1)/t per micro-batch"
+                                   : "2·s·b·h·(t−1)/t per micro-batch (one end on this stage)",
+                         src));
+    }
     const std::uint64_t recomputed =
         w.checkpoint.kind == CheckpointKind::selective ? 0 : checkpointed_layers(w.checkpoint, m.num_layers);
     if (recomputed > 0) {
@@ -87,6 +94,37 @@ std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) 
                        "3·(cp−1)·L·2·b·(s/cp)·k·d per micro-batch",
                        "Transformer Engine attention.py AttnFuncWithCPAndKVP2P; Megatron-LM context "
                        "parallelism docs"));
+  }
+  const Parallel& par = w.parallel;
+  if (par.pp > 1) {
+    // Point-to-point: each micro-batch pass through a chunk sends its
+    // output forward unless it ends the model, and its input's gradient
+    // backward unless it starts it; s·b·h each (s/tp with sequence
+    // parallelism), in the compute dtype (Megatron-LM megatron/core/
+    // pipeline_parallel/schedules.py tensor_shape, p2p_communication.py).
+    const std::uint64_t s = par.stage.value_or(0);
+    // Per micro-batch: V passes forward and V backward, less the model's
+    // two ends.
+    const std::uint64_t ends = (s == 0 ? 1U : 0U) + (s == par.pp - 1 ? 1U : 0U);
+    const std::uint64_t sends = checked_mul(2, par.virtual_stages) - ends;
+    const std::uint64_t act =
+        bytes_for(checked_product(w.batch, w.seq / (par.sp ? par.tp : 1), m.hidden_size), w.dtype);
+    out.push_back(leaf("pp.p2p", "pipeline: activations sent on, their gradients sent back",
+                       checked_mul(act, sends), micro,
+                       "(2·V − ends)·s·b·h per micro-batch (V chunks; the first and last stage send one way)",
+                       "Narayanan et al. 2021 (arXiv 2104.04473) §2.2; Megatron-LM "
+                       "pipeline_parallel/p2p_communication.py"));
+    // A tied output layer on the last stage keeps its copy equal to the
+    // first stage's embedding: their gradients are all-reduced once a step
+    // (language_module.py setup_embeddings_and_output_layer; the embedding
+    // group of the first and last stages).
+    if (m.tie_word_embeddings && (s == 0 || s == par.pp - 1)) {
+      const std::uint64_t g = bytes_for(checked_mul(m.vocab_size, m.hidden_size), gradient_dtype(w));
+      out.push_back(leaf("pp.embedding_allreduce",
+                         "pipeline: all-reduce of the tied embedding's gradient between first and last stage",
+                         ring(g, 2, 2), 1, "2·V·h·(2−1)/2 gradient bytes",
+                         "Megatron-LM megatron/core/distributed/finalize_model_grads.py"));
+    }
   }
   return out;
 }

@@ -190,6 +190,18 @@ struct Train {
   bool first = false;
   std::uint64_t a_first = 0;
   std::uint64_t r_first = 0;
+  // Pipeline parallelism: the other micro-batch passes whose activations
+  // the stage keeps while it runs this one (pipeline_in_flight), how many
+  // of them hold the embedding-level tensors and the output layer's, and
+  // their bytes and rounding. `m` is one chunk of the stage, whose first
+  // layer is layer_offset of the whole model.
+  std::uint64_t others = 0;
+  std::uint64_t others_model = 0;
+  std::uint64_t others_head = 0;
+  std::uint64_t in_flight_acts = 0;
+  std::uint64_t in_flight_rounding = 0;
+  std::uint64_t in_flight_logits = 0;
+  std::uint64_t layer_offset = 0;
 };
 
 // Layers lo … hi−1 of one kind: checkpointed ones keep `ckpt`, the others `each`.
@@ -318,9 +330,12 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   const std::uint64_t acts = c[idx(Component::activations)];
   const std::uint64_t logits = c[idx(Component::logits)];
 
-  // Forward, at the loss: everything saved, plus the loss buffers.
+  // Forward, at the loss: everything saved, plus the loss buffers; on a
+  // pipeline stage before the last, at the stage's output.
+  const bool loss = t.m.holds_head;
   {
-    Moment& f = add_moment(out, "forward, at the loss", base, t.prof.loss_forward);
+    Moment& f =
+        add_moment(out, loss ? "forward, at the loss" : "forward, stage output", base, t.prof.loss_forward);
     f.live[idx(Component::activations)] = acts;
     f.live[idx(Component::logits)] = logits;
     f.transient.append(zero3_fwd);
@@ -342,7 +357,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   auto grads_live = [&](std::uint64_t params_done) {
     return checked_add(ddp_buckets, grads_persist ? grads : share(grads, params_done, P));
   };
-  {
+  if (loss) {
     Moment& b = add_moment(out, "backward, at the loss", base, t.prof.loss_backward);
     b.transient.append(zero3_bwd);
     b.live[idx(Component::activations)] = acts;
@@ -356,8 +371,9 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   // Walking down the stack, the stored activations lose one layer per step
   // and the gradients produced grow by one layer's share.
   const std::uint64_t fixed =
-      checked_add(checked_add(live_total(base), t.a_model),
-                  checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd)));
+      checked_add(checked_add(checked_add(live_total(base), t.a_model),
+                              checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd))),
+                  checked_add(t.in_flight_acts, t.in_flight_logits));
   std::uint64_t stored = L > 0 ? stored_through(t, L - 1) : 0;
   ShareWalk produced_grads(grads, checked_add(produced, t.params.per_layer), t.params.per_layer, P);
   std::uint64_t worst_layer = 0;
@@ -389,9 +405,12 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   if (walked > 0) {
     Moment& b = add_moment(out, "backward, layer", base, t.prof.layer_backward);
     b.numbered = true;
-    b.layer = worst_layer;
-    b.live[idx(Component::activations)] = checked_add(stored_through(t, worst_layer), t.a_model);
-    b.activation_rounding = checked_add(rounding_through(t, worst_layer), t.r_model);
+    b.layer = t.layer_offset + worst_layer;
+    b.live[idx(Component::activations)] =
+        checked_add(checked_add(stored_through(t, worst_layer), t.a_model), t.in_flight_acts);
+    b.activation_rounding =
+        checked_add(checked_add(rounding_through(t, worst_layer), t.r_model), t.in_flight_rounding);
+    b.live[idx(Component::logits)] = t.in_flight_logits;
     b.live[idx(Component::gradients)] = grads_live(worst_produced);
     if (checkpointed(w.checkpoint, worst_layer)) {
       b.transient.append(
@@ -405,8 +424,9 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   }
   {
     Moment& e = add_moment(out, "backward, end", base, Inventory(detail));
-    e.live[idx(Component::activations)] = t.a_model;
-    e.activation_rounding = t.r_model;
+    e.live[idx(Component::activations)] = checked_add(t.a_model, t.in_flight_acts);
+    e.activation_rounding = checked_add(t.r_model, t.in_flight_rounding);
+    e.live[idx(Component::logits)] = t.in_flight_logits;
     e.live[idx(Component::gradients)] = grads_live(P);
   }
   if (w.optimizer != Optimizer::none) {
@@ -809,13 +829,23 @@ void model_states(Builder& out, const ModelSpec& full, const ModelSpec& m,
   if (out.tree()) paged_states(*out.b, trained, w, sf.optimizer);
 }
 
-// The activations' tree: embedding-level tensors, then the layers that
-// save everything and the checkpointed ones.
-Branch activations_branch(const Train& t, Detail d) {
+// The activations' tree of `units` micro-batch passes, `model_units` of
+// them with the embedding-level tensors: those tensors, then the layers
+// that save everything and the checkpointed ones.
+Branch activations_branch(const Train& t, Detail d, std::uint64_t units = 1, std::uint64_t model_units = 1) {
   Branch act(d);
   Branch embedding(d);
-  embedding.entries(t.prof.model, 1);
-  act.branch(std::move(embedding), [] { return NodeText{"embedding", "embedding-level tensors"}; });
+  embedding.entries(t.prof.model, model_units);
+  act.branch(
+      std::move(embedding),
+      [] {
+        return NodeText{"embedding", "embedding-level tensors"};
+      },
+      model_units);
+  // "N decoder layers", and of how many micro-batches when more than one.
+  auto of_units = [units](std::uint64_t n) {
+    return units == 1 ? fmt::format("{}", n) : fmt::format("{} × {} micro-batches", n, units);
+  };
   const Checkpointing& c = t.w.checkpoint;
   const std::uint64_t L = t.m.num_layers;
   const std::uint64_t lo = std::max(t.frozen, t.graph_from) + (t.first ? 1 : 0);
@@ -823,7 +853,7 @@ Branch activations_branch(const Train& t, Detail d) {
       L - std::min(L, lo) - (checkpointed_count(c, L) - checkpointed_count(c, std::min(L, lo)));
   if (t.first && t.graph_from < L) {
     Branch layer(d);
-    layer.entries(t.prof.first_layer, 1);
+    layer.entries(t.prof.first_layer, units);
     act.branch(std::move(layer), [&] {
       return NodeText{
           "first_layer",
@@ -832,37 +862,38 @@ Branch activations_branch(const Train& t, Detail d) {
   }
   if (n_full > 0) {
     Branch layers(d);
-    layers.entries(t.prof.layer, n_full);
+    layers.entries(t.prof.layer, checked_mul(n_full, units));
     act.branch(
         std::move(layers),
         [&] {
-          return NodeText{"layers", fmt::format("{} decoder layers, everything saved", n_full)};
+          return NodeText{"layers", fmt::format("{} decoder layers, everything saved", of_units(n_full))};
         },
-        n_full);
+        checked_mul(n_full, units));
   }
   const std::uint64_t frozen_hi = std::max(std::min(t.frozen, L), t.graph_from);
   const std::uint64_t n_frozen =
       frozen_hi - t.graph_from - (checkpointed_count(c, frozen_hi) - checkpointed_count(c, t.graph_from));
   if (n_frozen > 0) {
     Branch layers(d);
-    layers.entries(t.prof.frozen_layer, n_frozen);
+    layers.entries(t.prof.frozen_layer, checked_mul(n_frozen, units));
     act.branch(
         std::move(layers),
         [&] {
-          return NodeText{"frozen_layers",
-                          fmt::format("{} frozen decoder layers: what input gradients need", n_frozen)};
+          return NodeText{"frozen_layers", fmt::format("{} frozen decoder layers: what input gradients need",
+                                                       of_units(n_frozen))};
         },
-        n_frozen);
+        checked_mul(n_frozen, units));
   }
   if (t.n_ckpt > 0) {
     Branch layers(d);
-    layers.entries(t.prof.checkpointed, t.n_ckpt);
+    layers.entries(t.prof.checkpointed, checked_mul(t.n_ckpt, units));
     act.branch(
         std::move(layers),
         [&] {
-          return NodeText{"checkpointed_layers", fmt::format("{} checkpointed decoder layers", t.n_ckpt)};
+          return NodeText{"checkpointed_layers",
+                          fmt::format("{} checkpointed decoder layers", of_units(t.n_ckpt))};
         },
-        t.n_ckpt);
+        checked_mul(t.n_ckpt, units));
   }
   return act;
 }
@@ -907,11 +938,31 @@ std::string checkpoint_text(const Train& t) {
   for (const std::string& n : t.prof.notes) b.notes.push_back(n);
 }
 
-Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<const ParamTensor> tensors,
-                 const ParameterCount& pc, std::uint64_t ddp_buckets) {
+// The pipeline chunk a stage's worst moment runs (`stage` itself unless
+// interleaved; built in `storage`): the first stage's holds the
+// embeddings, the last's the output layer. `offset` is its first layer in
+// the whole model.
+const ModelSpec& current_chunk(const ModelSpec& stage, const Workload& w, ModelSpec& storage,
+                               std::uint64_t& offset) {
+  const Parallel& p = w.parallel;
+  offset = 0;
+  if (p.pp == 1) return stage;
+  storage = stage;  // a tensor-parallel shard: no name to copy
+  storage.num_layers = stage.num_layers / p.virtual_stages;
+  const std::uint64_t chunk = stage.holds_head ? p.virtual_stages - 1 : 0;
+  offset = checked_mul(checked_add(checked_mul(chunk, p.pp), p.stage.value_or(0)), storage.num_layers);
+  return storage;
+}
+
+Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
+                 std::span<const ParamTensor> tensors, const ParameterCount& pc, std::uint64_t ddp_buckets) {
   const Detail d = out.detail;
+  ModelSpec storage;
+  std::uint64_t offset = 0;
+  const ModelSpec& m = current_chunk(stage, w, storage, offset);
   Train t{m, w, tensors, pc,
           w.framework == Framework::hf ? core::hf_profile(m, w, d) : core::megatron_profile(m, w, d)};
+  t.layer_offset = offset;
   t.a_full = total_bytes(t.prof.layer);
   t.a_ckpt = total_bytes(t.prof.checkpointed);
   t.a_model = total_bytes(t.prof.model);
@@ -931,9 +982,36 @@ Moments training(Builder& out, const ModelSpec& m, const Workload& w, std::span<
   t.a_first = total_bytes(t.prof.first_layer);
   t.r_first = t.prof.first_layer.tally().rounding;
 
-  out.set(Component::activations, activations_branch(t, d));
+  const Parallel& par = w.parallel;
+  if (par.pp > 1) {
+    const PipelineInFlight f =
+        pipeline_in_flight(par.schedule, par.pp, par.virtual_stages, w.grad_accum, par.stage.value_or(0));
+    t.others = f.units - 1;
+    t.others_model = m.holds_embedding ? f.first_chunk - 1 : 0;
+    t.others_head = m.holds_head ? f.last_chunk - 1 : 0;
+    const std::uint64_t L = m.num_layers;
+    t.in_flight_acts =
+        checked_add(checked_mul(t.others, stored_through(t, L - 1)), checked_mul(t.others_model, t.a_model));
+    t.in_flight_rounding = checked_add(checked_mul(t.others, rounding_through(t, L - 1)),
+                                       checked_mul(t.others_model, t.r_model));
+    t.in_flight_logits = checked_mul(t.others_head, total_bytes(t.prof.head));
+  }
+  if (t.others == 0) {
+    out.set(Component::activations, activations_branch(t, d));
+  } else {
+    Branch act(d);
+    act.branch(activations_branch(t, d), [] {
+      return NodeText{"current", "the micro-batch in its backward"};
+    });
+    act.branch(activations_branch(t, d, t.others, t.others_model), [&] {
+      return NodeText{"in_flight",
+                      fmt::format("{} more micro-batch passes in flight ({} schedule, stage {} of {})",
+                                  t.others, name_of(par.schedule), par.stage.value_or(0), par.pp)};
+    });
+    out.set(Component::activations, std::move(act));
+  }
   Branch logits(d);
-  logits.entries(t.prof.head, 1);
+  logits.entries(t.prof.head, 1 + t.others_head);
   out.set(Component::logits, std::move(logits));
 
   if (out.tree()) describe_training(*out.b, t);
@@ -1363,6 +1441,16 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
 const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec& storage) {
   if (w.mode == Mode::train && w.framework == Framework::megatron) {
     storage = tensor_parallel_shard(model, w.parallel.tp, checked_mul(128, w.parallel.tp));
+    const Parallel& p = w.parallel;
+    if (p.pp > 1) {
+      // Stage s: L/pp layers, the embeddings on the first, the final norm
+      // and output layer on the last (Megatron-LM megatron/core/models/gpt/
+      // gpt_model.py pre_process, post_process).
+      const std::uint64_t s = p.stage.value_or(0);
+      storage.num_layers = model.num_layers / p.pp;
+      storage.holds_embedding = s == 0;
+      storage.holds_head = s == p.pp - 1;
+    }
     return storage;
   }
   if (w.mode != Mode::infer || w.engine != Engine::vllm || w.vllm.tp == 1) return model;
@@ -1413,9 +1501,55 @@ Totals assemble(Builder& out, const ModelSpec& model, const Workload& given) {
   return peaks(out, moments, w);
 }
 
+// Under pipeline parallelism with no stage named, the stage whose rank
+// peaks highest (the first of equals), found with the totals path; else
+// the workload's own stage.
+std::uint64_t budget_stage(const ModelSpec& m, const Workload& w) {
+  const Parallel& p = w.parallel;
+  if (p.pp == 1 || p.stage) return p.stage.value_or(0);
+  Workload each = w;
+  std::uint64_t worst = 0;
+  std::uint64_t worst_peak = 0;
+  for (std::uint64_t s = 0; s < p.pp; ++s) {
+    each.parallel.stage = s;
+    Builder out{Detail::totals};
+    const std::uint64_t peak = assemble(out, m, each).peak_device;
+    if (s == 0 || peak > worst_peak) {
+      worst = s;
+      worst_peak = peak;
+    }
+  }
+  return worst;
+}
+
+// `w` with its pipeline stage named (in `storage` when it had none).
+const Workload& staged(const ModelSpec& m, const Workload& w, Workload& storage) {
+  if (w.parallel.pp == 1 || w.parallel.stage) return w;
+  storage = w;
+  storage.parallel.stage = budget_stage(m, w);
+  return storage;
+}
+
+// What the rank of the workload's stage holds (Budget::pipeline).
+PipelineStage pipeline_stage_of(const ModelSpec& held, const Workload& w) {
+  PipelineStage st;
+  const Parallel& p = w.parallel;
+  if (p.pp == 1) return st;
+  st.stage = p.stage.value_or(0);
+  st.stages = p.pp;
+  st.chunks = p.virtual_stages;
+  st.chunk_layers = held.num_layers / p.virtual_stages;
+  st.embedding = held.holds_embedding;
+  st.head = held.holds_head;
+  st.in_flight = pipeline_in_flight(p.schedule, p.pp, p.virtual_stages, w.grad_accum, st.stage).units;
+  return st;
+}
+
 }  // namespace
 
-Budget estimate(const ModelSpec& m, const Workload& w) {
+Budget estimate(const ModelSpec& m, const Workload& given) {
+  Workload named;
+  const Workload& w = staged(m, given, named);
   Budget b;
   b.breakdown.reserve(k_component_count);
   for (std::size_t i = 0; i < k_component_count; ++i)
@@ -1433,11 +1567,14 @@ Budget estimate(const ModelSpec& m, const Workload& w) {
   Workload local;
   const Workload& rank_w = rank_workload(w, local);
   const ModelSpec& held = rank_model(m, rank_w, shard);
+  b.pipeline = pipeline_stage_of(held, rank_w);
   core::annotate(b, held, rank_w, count_parameters(held), m.vocab_size);
   return b;
 }
 
-Totals estimate_totals(const ModelSpec& m, const Workload& w) {
+Totals estimate_totals(const ModelSpec& m, const Workload& given) {
+  Workload named;
+  const Workload& w = staged(m, given, named);
   Builder out{Detail::totals};
   return assemble(out, m, w);
 }
@@ -1501,6 +1638,16 @@ std::uint64_t communication_bytes(const ModelSpec& model, const Workload& w) {
 PlanResult plan(PlanRequest request) {
   PlanResult r;
   r.parameters = count_parameters(request.model);
+  // Under pipeline parallelism every stage's rank, and the worst of them.
+  Workload& staged_w = request.workload;
+  if (staged_w.parallel.pp > 1 && !staged_w.parallel.stage) {
+    staged_w.parallel.stage = budget_stage(request.model, staged_w);
+    for (std::uint64_t s = 0; s < staged_w.parallel.pp; ++s) {
+      Workload each = staged_w;
+      each.parallel.stage = s;
+      r.ranks.push_back(estimate(request.model, each));
+    }
+  }
   r.budget = estimate(request.model, request.workload);
   // Each co-resident process is a plan of its own; their peaks may meet,
   // so the GPU must hold their sum beside this one.
@@ -1514,7 +1661,9 @@ PlanResult plan(PlanRequest request) {
   const Workload& w = request.workload;
   r.communication = rank_communication(request.model, w);
   r.communication_bytes = communication_bytes(request.model, w);
-  if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none) {
+  // Megatron has no GPipe schedule, so no estimate of its own for one.
+  if (w.mode == Mode::train && w.framework == Framework::megatron && w.lora.kind == Adapter::none &&
+      w.parallel.schedule != PipelineSchedule::gpipe) {
     const MegatronArgs args = megatron_args(request.model, w);
     r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),
                                               megatron_activation_bytes(args)};

@@ -136,9 +136,12 @@ MegatronArgs megatron_args(const ModelSpec& m, const Workload& w) {
   a.micro_batch = w.batch;
   a.tp = t;
   a.dp = w.dp;
+  a.pp = w.parallel.pp;
+  a.vpp = w.parallel.schedule == PipelineSchedule::interleaved ? w.parallel.virtual_stages : 0;
+  a.num_microbatches = w.grad_accum;
   // Megatron's data-parallel size excludes context parallelism; the world
   // includes it.
-  a.world = checked_product(w.dp, t, w.parallel.cp);
+  a.world = checked_product(checked_mul(w.dp, t), w.parallel.cp, w.parallel.pp);
   a.distributed_optimizer = w.zero >= 1;
   a.sequence_parallel = w.parallel.sp;
   a.selective_recompute = w.checkpoint.kind == CheckpointKind::selective;

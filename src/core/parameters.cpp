@@ -218,11 +218,23 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   } else {
     add_llama_style(m, t);
   }
-  if (!m.tie_word_embeddings) {
+  // A pipeline's last stage keeps its own copy of a tied output layer,
+  // initialised from the first stage's embedding and kept equal by an
+  // all-reduce of their gradients (Megatron-LM megatron/core/models/common/
+  // language_module/language_module.py setup_embeddings_and_output_layer).
+  if (!m.tie_word_embeddings || (m.holds_head && !m.holds_embedding)) {
     t.push_back(matrix("lm_head.weight", ParamScope::lm_head, m.vocab_size, m.hidden_size, 1));
   }
   set_layers(m, t);
-  return t;
+  if (m.holds_embedding && m.holds_head) return t;
+  ParamTensorList stage;
+  for (const ParamTensor& p : t) {
+    const bool input = p.scope == ParamScope::embedding || p.scope == ParamScope::position_embedding;
+    const bool output = p.scope == ParamScope::final_norm || p.scope == ParamScope::lm_head;
+    if ((input && !m.holds_embedding) || (output && !m.holds_head)) continue;
+    stage.push_back(p);
+  }
+  return stage;
 }
 
 ParamTensorList mtp_parameter_tensor_list(const ModelSpec& m) {

@@ -60,6 +60,8 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   s.qk_rope_head_dim = m.qk_rope_head_dim;
   s.v_head_dim = m.v_head_dim;
   s.mtp_layers = m.mtp_layers;
+  s.holds_embedding = m.holds_embedding;
+  s.holds_head = m.holds_head;
   return s;
 }
 

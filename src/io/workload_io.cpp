@@ -63,6 +63,9 @@ constexpr std::array k_kv_blocks = {
     Choice<GgufType>{"q8_0", GgufType::Q8_0}, Choice<GgufType>{"q4_0", GgufType::Q4_0},
     Choice<GgufType>{"q4_1", GgufType::Q4_1}, Choice<GgufType>{"q5_0", GgufType::Q5_0},
     Choice<GgufType>{"q5_1", GgufType::Q5_1}, Choice<GgufType>{"iq4_nl", GgufType::IQ4_NL}};
+constexpr std::array k_schedules = {Choice<PipelineSchedule>{"1f1b", PipelineSchedule::one_f_one_b},
+                                    Choice<PipelineSchedule>{"interleaved", PipelineSchedule::interleaved},
+                                    Choice<PipelineSchedule>{"gpipe", PipelineSchedule::gpipe}};
 constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
 
 template <class E, std::size_t N>
@@ -239,6 +242,24 @@ Checkpointing parse_checkpoint(std::string_view text, const std::string& origin)
                                        io::did_you_mean(text, names), io::join(names)));
 }
 
+// --pp-schedule: 1f1b, gpipe or interleaved:V (V ≥ 2 model chunks per rank).
+std::pair<PipelineSchedule, std::uint64_t> parse_schedule(std::string_view text, const std::string& origin) {
+  if (text == "1f1b") return {PipelineSchedule::one_f_one_b, 1};
+  if (text == "gpipe") return {PipelineSchedule::gpipe, 1};
+  if (text.starts_with("interleaved:")) {
+    const std::uint64_t v = count_after(text, "interleaved:", "interleaved:V", origin);
+    if (v < 2) {
+      throw InputError(origin, fmt::format("interleaved:{} has one model chunk per rank, which is 1f1b; the "
+                                           "interleaved schedule needs V ≥ 2",
+                                           v));
+    }
+    return {PipelineSchedule::interleaved, v};
+  }
+  const std::vector<std::string> names = {"1f1b", "interleaved:V", "gpipe"};
+  throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                       io::did_you_mean(text, names), io::join(names)));
+}
+
 // torchtune LinearCrossEntropyLoss's default num_output_chunks
 // (torchtune/modules/loss/cross_entropy_loss.py).
 constexpr std::uint64_t k_default_loss_chunks = 8;
@@ -383,6 +404,9 @@ std::string_view name_of(CacheImpl c) {
 std::string_view name_of(VllmSampler s) {
   return name_in(k_samplers, s);
 }
+std::string_view name_of(PipelineSchedule s) {
+  return name_in(k_schedules, s);
+}
 std::string_view name_of(LossImpl l) {
   return l == LossImpl::chunked ? "chunked" : "standard";
 }
@@ -424,6 +448,9 @@ const std::vector<std::string>& workload_keys() {
                                                 "tp",
                                                 "sp",
                                                 "cp",
+                                                "pp",
+                                                "pp_schedule",
+                                                "microbatches",
                                                 "max_loras",
                                                 "max_lora_rank",
                                                 "lora_extra_vocab_size",
@@ -522,6 +549,9 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "tp") return put(in.tp, parse_integer(text, origin, true), origin);
   if (key == "sp") return put(in.sp, parse_yes_no(text, origin), origin);
   if (key == "cp") return put(in.cp, parse_integer(text, origin, true), origin);
+  if (key == "pp") return put(in.pp, parse_integer(text, origin, true), origin);
+  if (key == "pp_schedule") return put(in.pp_schedule, parse_schedule(text, origin), origin);
+  if (key == "microbatches") return put(in.microbatches, parse_integer(text, origin, true), origin);
   if (key == "max_loras") return put(in.max_loras, parse_integer(text, origin, true), origin);
   if (key == "max_lora_rank") {
     // vllm/config/lora.py LoRAConfig: the ranks vLLM's kernels are built for.
@@ -568,23 +598,12 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {"lora_rank",
-                                                 "batch",
-                                                 "grad_accum",
-                                                 "seq",
-                                                 "dp",
-                                                 "zero",
-                                                 "gpu_layers",
-                                                 "ubatch",
-                                                 "max_num_seqs",
-                                                 "block_size",
-                                                 "shared_prefix",
-                                                 "max_num_batched_tokens",
-                                                 "tp",
-                                                 "max_loras",
-                                                 "max_lora_rank",
-                                                 "lora_extra_vocab_size",
-                                                 "cp"};
+  const std::vector<std::string> integer_keys = {
+      "lora_rank",    "batch",      "grad_accum",    "seq",
+      "dp",           "zero",       "gpu_layers",    "ubatch",
+      "max_num_seqs", "block_size", "shared_prefix", "max_num_batched_tokens",
+      "tp",           "max_loras",  "max_lora_rank", "lora_extra_vocab_size",
+      "cp",           "pp",         "microbatches"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -764,6 +783,43 @@ void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
     conflict(origin,
              "context parallelism runs through fused attention (Transformer Engine): use --attention "
              "flash");
+  }
+}
+
+// Megatron's pipeline parallelism: what it accepts (megatron/training/
+// arguments.py validate_args: the layers split evenly over the stages and
+// their virtual chunks; core/pipeline_parallel/schedules.py: the
+// interleaved schedule takes micro-batches in groups of pp).
+void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.pp = in.pp ? in.pp->value : 1;
+  if (!in.pp) r.defaulted.emplace_back("pp");
+  if (in.pp_schedule && p.pp == 1) {
+    conflict(in.pp_schedule->origin, "a pipeline schedule orders the stages of --pp: it needs --pp above 1");
+  }
+  if (p.pp == 1) return;
+  if (in.pp_schedule) {
+    p.schedule = in.pp_schedule->value.first;
+    p.virtual_stages = in.pp_schedule->value.second;
+  } else {
+    r.defaulted.emplace_back("pp_schedule");
+  }
+  const std::uint64_t L = model.num_layers;
+  const std::uint64_t chunks = checked_mul(p.pp, p.virtual_stages);
+  if (L % chunks != 0) {
+    conflict(p.virtual_stages > 1 ? in.pp_schedule->origin : in.pp->origin,
+             p.virtual_stages > 1
+                 ? fmt::format("{}'s {} layers do not split into {} stages of {} chunks each", model.name, L,
+                               p.pp, p.virtual_stages)
+                 : fmt::format("{}'s {} layers do not split evenly into {} stages", model.name, L, p.pp));
+  }
+  const std::uint64_t M = r.workload.grad_accum;
+  if (p.schedule == PipelineSchedule::interleaved && M % p.pp != 0) {
+    const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
+    conflict(given ? given->origin : in.pp_schedule->origin,
+             fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} micro-batches "
+                         "per step must be a multiple of {}{}",
+                         p.pp, M, p.pp, given ? "" : " (set --microbatches)"));
   }
 }
 
@@ -1068,6 +1124,9 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.freeze, top.freeze);
   take(base.sp, top.sp);
   take(base.cp, top.cp);
+  take(base.pp, top.pp);
+  take(base.pp_schedule, top.pp_schedule);
+  take(base.microbatches, top.microbatches);
   take(base.max_loras, top.max_loras);
   take(base.max_lora_rank, top.max_lora_rank);
   take(base.lora_extra_vocab_size, top.lora_extra_vocab_size);
@@ -1175,6 +1234,12 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   if (in.sp && !train)
     conflict(in.sp->origin, "sequence parallelism is modelled for training (--mode train)");
   if (in.cp && !train) conflict(in.cp->origin, "context parallelism is modelled for training (--mode train)");
+  if (in.pp && !train)
+    conflict(in.pp->origin, "pipeline parallelism is modelled for training (--mode train)");
+  if (in.pp_schedule && !train)
+    conflict(in.pp_schedule->origin, "pipeline schedules are modelled for training (--mode train)");
+  if (in.microbatches && !train)
+    conflict(in.microbatches->origin, "micro-batches per step apply to training (--mode train)");
   check_vllm_keys(in);
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
@@ -1240,7 +1305,14 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
       }
     }
     w.optimizer = pick(in.optimizer, Optimizer::adamw, "optimizer");
-    w.grad_accum = pick(in.grad_accum, std::uint64_t{1}, "grad_accum");
+    // --microbatches is the pipeline's name for the micro-batches per step.
+    if (in.microbatches && in.grad_accum && in.microbatches->value != in.grad_accum->value) {
+      conflict(in.microbatches->origin,
+               fmt::format("{} micro-batches per step, but {} {} was given: they are the same count",
+                           in.microbatches->value, in.grad_accum->origin, in.grad_accum->value));
+    }
+    w.grad_accum =
+        in.microbatches ? in.microbatches->value : pick(in.grad_accum, std::uint64_t{1}, "grad_accum");
     // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on.
     const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
     w.checkpoint = pick(in.checkpoint, peft_qlora ? Checkpointing{CheckpointKind::full, 0} : Checkpointing{},
@@ -1272,9 +1344,13 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     if (w.framework == Framework::megatron) {
       resolve_parallel(model, r, in);
       resolve_context_parallel(r, in);
-    } else if (in.sp || in.cp) {
-      conflict(in.sp ? in.sp->origin : in.cp->origin,
-               "sequence and context parallelism are modelled with --framework megatron");
+      resolve_pipeline(model, r, in);
+    } else if (in.sp || in.cp || in.pp || in.pp_schedule) {
+      conflict(in.sp   ? in.sp->origin
+               : in.cp ? in.cp->origin
+               : in.pp ? in.pp->origin
+                       : in.pp_schedule->origin,
+               "sequence, context and pipeline parallelism are modelled with --framework megatron");
     }
   } else {
     w.optimizer = Optimizer::none;

@@ -57,6 +57,23 @@ std::string workload_line(const PlanResult& p) {
   return workload_line(p.request.workload);
 }
 
+std::string schedule_text(const Parallel& p) {
+  return p.schedule == PipelineSchedule::interleaved ? fmt::format("interleaved:{}", p.virtual_stages)
+                                                     : std::string(name_of(p.schedule));
+}
+
+// "tp 2 + sp, cp 2, pp 4 (1f1b) (stage 0's rank shown), ", or "".
+std::string parallel_text(const Parallel& p) {
+  std::string out;
+  auto part = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
+  if (p.tp > 1) part(fmt::format("tp {}{}", p.tp, p.sp ? " + sp" : ""));
+  if (p.cp > 1) part(fmt::format("cp {}", p.cp));
+  if (p.pp > 1) part(fmt::format("pp {} ({})", p.pp, schedule_text(p)));
+  if (out.empty()) return out;
+  return out +
+         (p.pp > 1 ? fmt::format(" (stage {}'s rank shown), ", p.stage.value_or(0)) : " (one rank shown), ");
+}
+
 std::string workload_line(const Workload& w) {
   if (w.mode == Mode::infer && w.engine == Engine::vllm) {
     return fmt::format(
@@ -100,13 +117,7 @@ std::string workload_line(const Workload& w) {
       name_of(w.dtype), name_of(w.precision), name_of(w.optimizer), name_of(w.framework),
       name_of(w.attention), checkpoint_text(w.checkpoint),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
-      w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "",
-      w.parallel.tp > 1 || w.parallel.cp > 1
-          ? fmt::format(
-                "{}{}{} (one rank shown), ", w.parallel.tp > 1 ? fmt::format("tp {}", w.parallel.tp) : "",
-                w.parallel.sp ? " + sp" : "",
-                w.parallel.cp > 1 ? fmt::format("{}cp {}", w.parallel.tp > 1 ? ", " : "", w.parallel.cp) : "")
-          : "",
+      w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", parallel_text(w.parallel),
       w.dp, w.zero);
 }
 
@@ -204,6 +215,46 @@ std::string communication_lines(const PlanResult& p) {
   for (const Node& n : p.communication) {
     out += fmt::format("  {:<62} {:>10} GiB{}\n", n.label, format_gib(n.bytes),
                        n.count > 1 ? fmt::format("  ({} micro-batches)", n.count) : "");
+  }
+  return out;
+}
+
+std::string stage_layers_text(const PipelineStage& st) {
+  std::string out;
+  for (std::uint64_t c = 0; c < st.chunks; ++c) {
+    const std::uint64_t first = st.first_layer(c);
+    out += fmt::format("{}{}-{}", c == 0 ? "" : ", ", first, first + st.chunk_layers - 1);
+  }
+  return out;
+}
+
+std::string pipeline_lines(const PlanResult& p) {
+  if (p.ranks.empty()) return "";
+  const Parallel& par = p.request.workload.parallel;
+  const std::uint64_t worst = par.stage.value_or(0);
+  std::string out = fmt::format(
+      "\npipeline: {} stages ({}, {} micro-batches per step); the budget above is stage {}'s rank\n", par.pp,
+      schedule_text(par), p.request.workload.grad_accum, worst);
+  out += fmt::format("  {:<5} {:<22} {:<13} {:>9} {:>11} {:>12} {:>8} {:>12}\n", "stage", "layers",
+                     "also holds", "in flight", "states GiB", "activations", "logits", "peak device");
+  auto gib = [](const Budget& b, Component c) {
+    return format_gib(b.components[static_cast<std::size_t>(c)]);
+  };
+  for (const Budget& b : p.ranks) {
+    const PipelineStage& st = b.pipeline;
+    std::uint64_t states = 0;
+    for (Component c :
+         {Component::weights, Component::gradients, Component::optimizer_states, Component::master_weights}) {
+      states += b.components[static_cast<std::size_t>(c)];
+    }
+    const std::string_view ends = st.embedding && st.head ? "both ends"
+                                  : st.embedding          ? "embeddings"
+                                  : st.head               ? "output layer"
+                                                          : "";
+    out += fmt::format("  {:<5} {:<22} {:<13} {:>9} {:>11} {:>12} {:>8} {:>12}{}\n", st.stage,
+                       stage_layers_text(st), ends, st.in_flight, format_gib(states),
+                       gib(b, Component::activations), gib(b, Component::logits), format_gib(b.peak_device),
+                       st.stage == worst ? "  <- worst" : "");
   }
   return out;
 }

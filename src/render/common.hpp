@@ -57,6 +57,14 @@ namespace vramcalc::render_detail {
 /// each ending in a newline, preceded by a blank line; "" when none.
 [[nodiscard]] std::string communication_lines(const PlanResult& p);
 
+/// "1f1b", "interleaved:2", "gpipe".
+[[nodiscard]] std::string schedule_text(const Parallel& p);
+/// The layers a pipeline stage's rank holds: "0-7", or per chunk "0-3, 16-19".
+[[nodiscard]] std::string stage_layers_text(const PipelineStage& st);
+/// --pp: one row per stage (layers, ends, micro-batches in flight, states,
+/// activations, peak); empty without pipeline parallelism.
+[[nodiscard]] std::string pipeline_lines(const PlanResult& p);
+
 /// The verdict sentence for a GPU, or "" without one.
 [[nodiscard]] std::string verdict(const PlanResult& p);
 

@@ -111,32 +111,21 @@ json workload_json(const PlanResult& p) {
     j["vllm"] = nullptr;
   }
   j["dp"] = w.dp;
-  j["parallel"] =
-      train ? json{{"tp", w.parallel.tp}, {"sp", w.parallel.sp}, {"cp", w.parallel.cp}} : json(nullptr);
+  j["parallel"] = train ? json{{"tp", w.parallel.tp},
+                               {"sp", w.parallel.sp},
+                               {"cp", w.parallel.cp},
+                               {"pp", w.parallel.pp},
+                               {"pp_schedule", render_detail::schedule_text(w.parallel)},
+                               {"stage_shown", w.parallel.stage.value_or(std::uint64_t{0})}}
+                        : json(nullptr);
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
   j["defaults"] = p.request.defaulted;
   return j;
 }
 
-}  // namespace
-
-namespace render_detail {
-
-json gpu_json(const Gpu& g) {
-  return {{"name", g.id},
-          {"description", g.name},
-          {"capacity_bytes", g.capacity_bytes},
-          {"capacity_source", g.source}};
-}
-
-json plan_json(const PlanResult& p) {
-  const Budget& b = p.budget;
-  json j;
-  j["schema"] = "vramcalc.plan/1";
-  j["model"] = model_json(p);
-  j["workload"] = workload_json(p);
-
+// One GPU's budget: per_gpu, and each entry of ranks.
+json budget_json(const Budget& b) {
   json per_gpu;
   per_gpu["peak_allocated_bytes"] = b.peak_allocated;
   per_gpu["peak_reserved_bytes"] = b.peak_reserved;
@@ -166,7 +155,51 @@ json plan_json(const PlanResult& p) {
                       {"live", std::move(live)}});
   }
   per_gpu["phases"] = std::move(phases);
-  j["per_gpu"] = std::move(per_gpu);
+  return per_gpu;
+}
+
+// A pipeline stage's rank: which layers and ends it holds, then its budget.
+json rank_json(const Budget& b) {
+  const PipelineStage& st = b.pipeline;
+  json layers = json::array();
+  for (std::uint64_t c = 0; c < st.chunks; ++c) {
+    layers.push_back({{"first", st.first_layer(c)}, {"count", st.chunk_layers}});
+  }
+  json j = {{"stage", st.stage},
+            {"layers", std::move(layers)},
+            {"embedding", st.embedding},
+            {"output_layer", st.head},
+            {"in_flight", st.in_flight}};
+  json budget = budget_json(b);
+  for (auto& [key, value] : budget.items()) j[key] = std::move(value);
+  return j;
+}
+
+}  // namespace
+
+namespace render_detail {
+
+json gpu_json(const Gpu& g) {
+  return {{"name", g.id},
+          {"description", g.name},
+          {"capacity_bytes", g.capacity_bytes},
+          {"capacity_source", g.source}};
+}
+
+json plan_json(const PlanResult& p) {
+  const Budget& b = p.budget;
+  json j;
+  j["schema"] = "vramcalc.plan/1";
+  j["model"] = model_json(p);
+  j["workload"] = workload_json(p);
+  j["per_gpu"] = budget_json(b);
+  if (p.ranks.empty()) {
+    j["ranks"] = nullptr;
+  } else {
+    json ranks = json::array();
+    for (const Budget& r : p.ranks) ranks.push_back(rank_json(r));
+    j["ranks"] = std::move(ranks);
+  }
   json host = json::array();
   for (const Node& n : b.host) host.push_back(node_json(n));
   j["host"] = {{"bytes", b.host_bytes}, {"breakdown", std::move(host)}};

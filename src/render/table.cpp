@@ -68,6 +68,7 @@ std::string render_table(const PlanResult& p) {
     out += fmt::format("{:<28} {:>10}{}\n", b.phases[i].when, format_gib(b.phases[i].total),
                        i == b.peak_phase ? "  <- peak" : "");
   }
+  out += pipeline_lines(p);
   out += communication_lines(p);
   out += colocated_lines(p);
   if (p.fit) out += fmt::format("\n{}\n", verdict(p));

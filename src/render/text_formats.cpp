@@ -31,6 +31,11 @@ std::string render_markdown(const PlanResult& p) {
                        format_thousands(s.kv_blocks), format_thousands(s.kv_tokens), s.max_concurrency,
                        format_thousands(p.request.workload.seq));
   }
+  for (const Budget& r : p.ranks) {
+    out += fmt::format("- pipeline stage {} (layers {}): peak device {} GiB{}\n", r.pipeline.stage,
+                       stage_layers_text(r.pipeline), format_gib(r.peak_device),
+                       r.pipeline.stage == b.pipeline.stage ? " (the worst, shown above)" : "");
+  }
   for (const PlanResult& other : p.colocated) {
     out += fmt::format("- colocated {} ({}): peak device {} GiB\n", other.request.model.name,
                        other.request.origin, format_gib(other.budget.peak_device));
@@ -55,6 +60,9 @@ std::string render_csv(const PlanResult& p) {
                      b.peak_reserved, b.peak_device);
   if (b.serving.present) {
     out += fmt::format("kv_blocks,{},\nkv_tokens,{},\n", b.serving.kv_blocks, b.serving.kv_tokens);
+  }
+  for (const Budget& r : p.ranks) {
+    out += fmt::format("stage_{}_peak_device,{},\n", r.pipeline.stage, r.peak_device);
   }
   if (!p.colocated.empty()) {
     out += fmt::format("colocated_device,{},\ngpu_total,{},\n", p.colocated_device, p.gpu_total);

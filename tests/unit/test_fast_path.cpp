@@ -213,6 +213,32 @@ std::vector<Settings> grid() {
                  {"sp", "yes"},
                  {"cp", "4"},
                  {"seq", "8192"}});
+  // Pipelines: every schedule, stages that hold both, one or neither end.
+  for (const char* schedule : {"1f1b", "gpipe", "interleaved:2"}) {
+    out.push_back({{"mode", "train"},
+                   {"framework", "megatron"},
+                   {"pp", "2"},
+                   {"pp_schedule", schedule},
+                   {"microbatches", "4"},
+                   {"seq", "1024"}});
+    out.push_back({{"mode", "train"},
+                   {"framework", "megatron"},
+                   {"tp", "2"},
+                   {"sp", "yes"},
+                   {"pp", "4"},
+                   {"pp_schedule", schedule},
+                   {"microbatches", "8"},
+                   {"checkpoint", "selective"},
+                   {"dp", "2"},
+                   {"zero", "1"},
+                   {"seq", "2048"}});
+  }
+  out.push_back({{"mode", "train"},
+                 {"framework", "megatron"},
+                 {"pp", "4"},
+                 {"microbatches", "2"},
+                 {"checkpoint", "full"},
+                 {"seq", "512"}});
   out.push_back({{"overhead", "1GiB"}});
   out.push_back({{"mode", "train"}, {"overhead", "0"}});
   return out;
