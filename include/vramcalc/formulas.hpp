@@ -35,6 +35,11 @@ struct ShardFactors {
 };
 [[nodiscard]] ShardFactors shard_factors(const Workload& w);
 
+/// The ranks ZeRO/FSDP shards over: dp, or the shard group under hybrid
+/// sharding (PyTorch FSDP ShardingStrategy.HYBRID_SHARD; FSDP2 fully_shard
+/// on a 2-D mesh, torch/distributed/fsdp/_fully_shard/_fully_shard.py).
+[[nodiscard]] std::uint64_t zero_ranks(const Workload& w);
+
 // ---- element types --------------------------------------------------------
 
 /// Element type of the weights as the model holds them: the --dtype when

@@ -106,7 +106,8 @@ struct WorkloadInput {
   std::optional<Given<bool>> quant_lm_head;
   std::optional<Given<std::uint64_t>> dp;
   std::optional<Given<std::uint32_t>> zero;
-  std::optional<Given<std::uint32_t>> fsdp;  ///< as a ZeRO stage: full = 3, grad-op = 2
+  std::optional<Given<std::uint32_t>> fsdp;         ///< as a ZeRO stage: full = 3, grad-op = 2, hybrid:K = 3
+  std::optional<Given<std::uint64_t>> shard_group;  ///< K of --fsdp hybrid:K
   std::optional<Given<std::uint64_t>> overhead;
   std::optional<Given<std::string>> gpu;
   std::optional<Given<std::uint64_t>> gpu_mem;

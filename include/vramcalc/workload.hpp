@@ -234,6 +234,10 @@ struct Workload {
   Freeze freeze;           ///< full fine-tuning with frozen parts
   std::uint64_t dp = 1;    ///< data-parallel degree
   std::uint32_t zero = 0;  ///< ZeRO stage 0-3 (FSDP full = 3, grad-op = 2)
+  /// Hybrid sharding (--fsdp hybrid:K, FSDP's HYBRID_SHARD / HSDP): the
+  /// states split over groups of this many ranks, each group a replica of
+  /// the others; 0: over all dp ranks. zero_ranks() reads it.
+  std::uint64_t shard_group = 0;
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the
   /// whole runtime overhead when given with --overhead.
   std::uint64_t runtime_overhead = 0;

@@ -160,7 +160,9 @@ constexpr FlagSpec k_flags[] = {
     {"zero", "--zero",
      "ZeRO stage 0-3: 1 shards optimizer states and master weights, 2 also gradients, 3 also "
      "weights (default 0)"},
-    {"fsdp", "--fsdp", "full | grad-op: FSDP names for ZeRO stages 3 and 2"},
+    {"fsdp", "--fsdp",
+     "full | grad-op | hybrid:K: FSDP names for ZeRO stages 3 and 2; hybrid:K (HYBRID_SHARD, HSDP) shards "
+     "like full within groups of K ranks and replicates the groups over dp/K"},
     {"gpu", "--gpu", "GPU from the catalog (see `vramcalc gpus`), e.g. h100-80gb"},
     {"gpu_mem", "--gpu-mem", "GPU capacity for GPUs not in the catalog, e.g. 80GiB (GiB = 2^30, GB = 10^9)"},
     {"overhead", "--overhead",

@@ -24,7 +24,7 @@ constexpr const char* k_zero = "Rajbhandari et al. 2020 (arXiv 1910.02054) §7; 
 std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) {
   std::vector<Node> out;
   if (w.mode != Mode::train) return out;
-  const std::uint64_t N = w.dp;
+  const std::uint64_t N = zero_ranks(w);  // dp, or the shard group of hybrid sharding
   const std::uint64_t micro = w.grad_accum;
   if (N > 1) {
     const std::uint64_t trained = trainable_parameters(m, w);
@@ -48,6 +48,16 @@ std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) 
         out.push_back(leaf("dp.param_allgather",
                            "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
                            micro, "2·W·(N−1)/N per micro-batch", k_zero));
+      }
+      // Hybrid sharding: each shard group's reduce-scattered gradients are
+      // all-reduced with the same shard of the other dp/K groups, every
+      // micro-batch (FSDP2 foreach_reduce; HSDP's all_reduce_grads default).
+      const std::uint64_t replicas = w.dp / N;
+      if (replicas > 1) {
+        out.push_back(leaf("dp.replica_allreduce",
+                           "hybrid sharding: gradient shard all-reduced across replicas",
+                           ring(grads / N, replicas, 2), micro, "2·(G/K)·(R−1)/R per micro-batch, R = dp/K",
+                           "PyTorch FSDP2 _fsdp_collectives.py foreach_reduce (HSDP all-reduce)"));
       }
     }
   }

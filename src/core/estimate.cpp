@@ -250,10 +250,15 @@ std::uint64_t rounding_through(const Train& t, std::uint64_t i) {
 // backward also holds the current layer's unsharded gradients until they
 // are reduce-scattered (torch/distributed/fsdp/api.py BackwardPrefetch
 // docstring; FSDP2 root reshard_after_forward=False; DeepSpeed stage3.py
-// estimate_zero3_model_states_mem_needs: 4 × largest layer).
-void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd) {
+// estimate_zero3_model_states_mem_needs: 4 × largest layer). FSDP2 also
+// keeps a layer's reduce-scatter input until the next layer's
+// post-backward has waited on it, so the previous layer's is alive
+// through this layer's backward (_fsdp_param_group.py post_backward,
+// reduce_scatter_state; _fsdp_collectives.py foreach_reduce allocates it
+// in the reduce dtype, the gradients' here).
+void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& layer) {
   const Workload& w = t.w;
-  if (w.zero < 3 || w.dp <= 1) return;
+  if (w.zero < 3 || zero_ranks(w) <= 1) return;
   const std::uint64_t root = t.params.total - t.params.layers;
   const DType wd = weight_dtype(w);
   constexpr std::string_view src =
@@ -266,6 +271,9 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd) {
   }
   bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
           t.params.per_layer, gradient_dtype(w), "layer parameters", src);
+  layer.add("zero3.reduce_scatter_input", "the previous layer's reduce-scatter input, held until this one's",
+            t.params.per_layer, gradient_dtype(w), "layer parameters",
+            "PyTorch FSDP2 _fsdp_param_group.py (reduce_scatter_state), _fsdp_collectives.py foreach_reduce");
 }
 
 // Temporaries of the optimizer step (docs/formulas.md, "Optimizer step").
@@ -307,7 +315,8 @@ Inventory step_temporaries(const Train& t, Detail detail) {
 // ---- phases ------------------------------------------------------------------
 
 Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t ddp_buckets,
-                         const Inventory& zero3_fwd, const Inventory& zero3_bwd) {
+                         const Inventory& zero3_fwd, const Inventory& zero3_bwd,
+                         const Inventory& zero3_layer) {
   const Workload& w = t.w;
   const Detail detail = t.prof.layer.detail();
   const std::uint64_t L = t.m.num_layers;
@@ -372,7 +381,8 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   // and the gradients produced grow by one layer's share.
   const std::uint64_t fixed =
       checked_add(checked_add(checked_add(live_total(base), t.a_model),
-                              checked_add(total_bytes(t.prof.layer_backward), total_bytes(zero3_bwd))),
+                              checked_add(total_bytes(t.prof.layer_backward),
+                                          checked_add(total_bytes(zero3_bwd), total_bytes(zero3_layer)))),
                   checked_add(t.in_flight_acts, t.in_flight_logits));
   std::uint64_t stored = L > 0 ? stored_through(t, L - 1) : 0;
   ShareWalk produced_grads(grads, checked_add(produced, t.params.per_layer), t.params.per_layer, P);
@@ -421,6 +431,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
           });
     }
     b.transient.append(zero3_bwd);
+    b.transient.append(zero3_layer);
   }
   {
     Moment& e = add_moment(out, "backward, end", base, Inventory(detail));
@@ -1018,8 +1029,9 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
 
   Inventory z3f(d);
   Inventory z3b(d);
-  zero3_gathers(t, z3f, z3b);
-  return training_moments(t, out.components, ddp_buckets, z3f, z3b);
+  Inventory z3l(d);
+  zero3_gathers(t, z3f, z3b, z3l);
+  return training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
 }
 
 // llama.cpp's compute buffer: the graph of one micro-batch (--ubatch

@@ -12,12 +12,17 @@ std::uint64_t shard_elements(std::uint64_t elements, std::uint64_t ranks) {
   return ceil_div(elements, ranks);
 }
 
+std::uint64_t zero_ranks(const Workload& w) {
+  return w.shard_group == 0 ? w.dp : w.shard_group;
+}
+
 ShardFactors shard_factors(const Workload& w) {
   ShardFactors f;
-  if (w.mode != Mode::train || w.dp <= 1) return f;
-  if (w.zero >= 1) f.optimizer = w.dp;
-  if (w.zero >= 2) f.gradients = w.dp;
-  if (w.zero >= 3) f.weights = w.dp;
+  const std::uint64_t n = zero_ranks(w);
+  if (w.mode != Mode::train || n <= 1) return f;
+  if (w.zero >= 1) f.optimizer = n;
+  if (w.zero >= 2) f.gradients = n;
+  if (w.zero >= 3) f.weights = n;
   return f;
 }
 

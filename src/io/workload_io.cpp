@@ -584,7 +584,21 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "quant_lm_head") return put(in.quant_lm_head, parse_yes_no(text, origin), origin);
   if (key == "dp") return put(in.dp, parse_integer(text, origin, true), origin);
   if (key == "zero") return put(in.zero, parse_zero(text, origin), origin);
-  if (key == "fsdp") return put(in.fsdp, parse_choice(k_fsdp, text, origin), origin);
+  if (key == "fsdp") {
+    // hybrid:K shards like full within groups of K ranks (HSDP).
+    if (text.starts_with("hybrid:")) {
+      put(in.shard_group, count_after(text, "hybrid:", "hybrid:K", origin), origin);
+      return put(in.fsdp, std::uint32_t{3}, origin);
+    }
+    try {
+      in.shard_group.reset();
+      return put(in.fsdp, parse_choice(k_fsdp, text, origin), origin);
+    } catch (const InputError&) {
+      const std::vector<std::string> names = {"full", "grad-op", "hybrid:K"};
+      throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {})", text,
+                                           io::did_you_mean(text, names), io::join(names)));
+    }
+  }
   if (key == "overhead") return put(in.overhead, parse_size(text, origin), origin);
   if (key == "gpu") return put(in.gpu, std::string(text), origin);
   if (key == "gpu_mem") return put(in.gpu_mem, parse_size(text, origin), origin);
@@ -784,6 +798,24 @@ void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
              "context parallelism runs through fused attention (Transformer Engine): use --attention "
              "flash");
   }
+}
+
+// Hybrid sharding (--fsdp hybrid:K): PyTorch FSDP shards within groups of
+// K ranks and replicates across dp/K of them, so K must divide dp
+// (FSDP2's 2-D device mesh, torch/distributed/device_mesh.py).
+void resolve_hybrid(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const std::string& origin = in.shard_group->origin;
+  const std::uint64_t k = in.shard_group->value;
+  if (w.framework != Framework::hf) {
+    conflict(origin, "hybrid sharding is PyTorch FSDP's: it is modelled with --framework hf");
+  }
+  if (k < 2 || k > w.dp || w.dp % k != 0) {
+    conflict(origin, fmt::format("hybrid:{} shards within groups of {} ranks: it needs 2 ≤ K ≤ --dp {} with "
+                                 "K dividing dp",
+                                 k, k, w.dp));
+  }
+  w.shard_group = k;
 }
 
 // Megatron's pipeline parallelism: what it accepts (megatron/training/
@@ -1166,6 +1198,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.quant_lm_head, top.quant_lm_head);
   take(base.dp, top.dp);
   take(base.zero, top.zero);
+  if (top.fsdp) base.shard_group = top.shard_group;  // hybrid:K travels with its --fsdp
   take(base.fsdp, top.fsdp);
   take(base.overhead, top.overhead);
   take(base.gpu, top.gpu);
@@ -1340,6 +1373,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                                             in.zero->origin, in.zero->value));
     }
     w.zero = in.fsdp ? in.fsdp->value : pick(in.zero, std::uint32_t{0}, "zero");
+    if (in.shard_group) resolve_hybrid(r, in);
     w.kv_dtype = w.dtype;
     if (w.framework == Framework::megatron) {
       resolve_parallel(model, r, in);

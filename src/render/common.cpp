@@ -118,7 +118,10 @@ std::string workload_line(const Workload& w) {
       name_of(w.attention), checkpoint_text(w.checkpoint),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
       w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", parallel_text(w.parallel),
-      w.dp, w.zero);
+      w.dp,
+      w.shard_group > 0
+          ? fmt::format("3 (hybrid: shards of {} ranks, {} replicas)", w.shard_group, w.dp / w.shard_group)
+          : fmt::format("{}", w.zero));
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

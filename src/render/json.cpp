@@ -119,6 +119,7 @@ json workload_json(const PlanResult& p) {
                                {"stage_shown", w.parallel.stage.value_or(std::uint64_t{0})}}
                         : json(nullptr);
   j["zero"] = train ? json(w.zero) : json(nullptr);
+  j["zero_ranks"] = train ? json(zero_ranks(w)) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
   j["defaults"] = p.request.defaulted;
   return j;

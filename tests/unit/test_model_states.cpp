@@ -234,3 +234,50 @@ TEST_CASE("context parallelism: a rank holds s/cp tokens and shares the optimize
   const std::uint64_t chunk = 2ULL * 2048 * 8 * 128 * 2;
   CHECK(communication_bytes(m, w) == 3 * 32 * chunk + 8'030'261'248ULL * 4);
 }
+
+TEST_CASE("hybrid sharding: a rank holds what full sharding over its group holds", "[sharding][hybrid]") {
+  // --fsdp hybrid:8 over dp 32 shards within groups of 8: every component
+  // equals full sharding over 8 ranks; only the traffic differs, by the
+  // gradient shard's all-reduce across the 4 replicas.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const Workload hybrid = test::workload(
+      m, {{"mode", "train"}, {"fsdp", "hybrid:8"}, {"dp", "32"}, {"checkpoint", "full"}, {"batch", "2"}});
+  const Workload group = test::workload(
+      m, {{"mode", "train"}, {"fsdp", "full"}, {"dp", "8"}, {"checkpoint", "full"}, {"batch", "2"}});
+  CHECK(zero_ranks(hybrid) == 8);
+  CHECK(hybrid.zero == 3);
+  const Budget a = estimate(m, hybrid);
+  const Budget b = estimate(m, group);
+  CHECK(a.components == b.components);
+  CHECK(a.peak_device == b.peak_device);
+  // amp: fp32 gradients, G = 4·P bytes; the shard G/8 all-reduced over 4
+  // replicas moves 2·(G/8)·3/4.
+  const std::uint64_t grads = 8'030'261'248ULL * 4;
+  CHECK(communication_bytes(m, hybrid) == communication_bytes(m, group) + grads / 8 * 3 / 4 * 2);
+  test::check_rejects(m, {{"mode", "train"}, {"fsdp", "hybrid:3"}, {"dp", "8"}}, "--fsdp", "K dividing dp");
+  test::check_rejects(m, {{"mode", "train"}, {"fsdp", "hybrid:16"}, {"dp", "8"}}, "--fsdp", "2 ≤ K ≤ --dp 8");
+  test::check_rejects(m, {{"mode", "train"}, {"fsdp", "hybrid:1"}, {"dp", "8"}}, "--fsdp", "2 ≤ K");
+  test::check_rejects(m, {{"mode", "train"}, {"fsdp", "hybrid"}, {"dp", "8"}}, "--fsdp", "hybrid:K");
+  test::check_rejects(m, {{"mode", "train"}, {"framework", "megatron"}, {"fsdp", "hybrid:2"}, {"dp", "8"}},
+                      "--fsdp", "--framework hf");
+}
+
+TEST_CASE("FSDP backward holds the previous layer's reduce-scatter input beside the current layer",
+          "[sharding]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  // Full checkpointing and a chunked loss make a layer's backward the
+  // moment with the most transient memory, whose buffers the transient
+  // tree lists: the input is one layer's fp32 gradients (amp).
+  const Budget b = estimate(
+      m,
+      test::workload(
+          m,
+          {{"mode", "train"}, {"fsdp", "full"}, {"dp", "8"}, {"checkpoint", "full"}, {"loss", "chunked"}}));
+  const Node& tr = b.breakdown[static_cast<std::size_t>(Component::transient)];
+  const std::uint64_t per_layer = count_parameters(m).per_layer;
+  std::uint64_t rs = 0;
+  for (const Node& n : tr.children) {
+    if (n.id == "zero3.reduce_scatter_input") rs = n.bytes;
+  }
+  CHECK(rs == per_layer * 4);
+}
