@@ -26,6 +26,10 @@ enum class ModelType : std::uint8_t {
   qwen3_moe,    ///< Qwen3-MoE: Qwen3 attention, experts in every sparse layer
   deepseek_v3,  ///< DeepSeek-V3: multi-head latent attention, dense first layers, shared experts
   gpt_oss,      ///< gpt-oss: biased attention with sinks, biased router and experts
+  /// Megatron-Core's GPTModel described by Megatron-LM's arguments
+  /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
+  /// Hugging Face config; trained with --framework megatron.
+  megatron_gpt,
 };
 
 /// Normalisation layer kind.

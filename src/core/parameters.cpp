@@ -177,6 +177,43 @@ void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint
   }
 }
 
+// Megatron-Core's GPTModel with Transformer Engine layers (megatron/core/
+// models/gpt/gpt_layer_specs.py; TE fuses each norm into the linear that
+// follows it: linear_qkv.layer_norm_weight, linear_fc1.layer_norm_weight).
+void add_megatron_gpt(const ModelSpec& m, ParamTensorList& t) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t L = m.num_layers;
+  const std::uint64_t I = m.intermediate_size;
+  const auto layer = ParamScope::layer;
+  const bool ln = m.norm == NormKind::layer_norm;
+  t.push_back(matrix("embedding.word_embeddings.weight", ParamScope::embedding, m.vocab_size, h, 1));
+  if (m.learned_positions) {
+    t.push_back(matrix("embedding.position_embeddings.weight", ParamScope::position_embedding,
+                       m.max_position_embeddings, h, 1));
+  }
+  const std::uint64_t q = checked_mul(m.num_attention_heads, m.head_dim);
+  const std::uint64_t qkv = checked_add(q, checked_product(2, m.num_key_value_heads, m.head_dim));
+  t.push_back(vector("self_attention.linear_qkv.layer_norm_weight", layer, h, L));
+  if (ln) t.push_back(vector("self_attention.linear_qkv.layer_norm_bias", layer, h, L));
+  t.push_back(matrix("self_attention.linear_qkv.weight", layer, qkv, h, L));
+  if (m.qkv_bias) t.push_back(vector("self_attention.linear_qkv.bias", layer, qkv, L));
+  if (m.qk_norm) {
+    t.push_back(vector("self_attention.q_layernorm.weight", layer, m.head_dim, L));
+    t.push_back(vector("self_attention.k_layernorm.weight", layer, m.head_dim, L));
+  }
+  t.push_back(matrix("self_attention.linear_proj.weight", layer, h, q, L));
+  if (m.o_bias) t.push_back(vector("self_attention.linear_proj.bias", layer, h, L));
+  const std::uint64_t fc1 = m.gated_mlp ? checked_mul(2, I) : I;
+  t.push_back(vector("mlp.linear_fc1.layer_norm_weight", layer, h, L));
+  if (ln) t.push_back(vector("mlp.linear_fc1.layer_norm_bias", layer, h, L));
+  t.push_back(matrix("mlp.linear_fc1.weight", layer, fc1, h, L));
+  if (m.mlp_bias) t.push_back(vector("mlp.linear_fc1.bias", layer, fc1, L));
+  t.push_back(matrix("mlp.linear_fc2.weight", layer, h, I, L));
+  if (m.mlp_bias) t.push_back(vector("mlp.linear_fc2.bias", layer, h, L));
+  t.push_back(vector("decoder.final_layernorm.weight", ParamScope::final_norm, h, 1));
+  if (ln) t.push_back(vector("decoder.final_layernorm.bias", ParamScope::final_norm, h, 1));
+}
+
 // Llama-style decoders (transformers models/{llama,mistral,qwen2,qwen3,gemma,
 // gemma2,phi3}/modeling_*.py), and the MoE families built on them.
 void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
@@ -215,6 +252,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   ParamTensorList t;
   if (m.type == ModelType::gpt2) {
     add_gpt2(m, t);
+  } else if (m.type == ModelType::megatron_gpt) {
+    add_megatron_gpt(m, t);
   } else {
     add_llama_style(m, t);
   }

@@ -47,6 +47,8 @@ std::string_view name_of(ModelType t) {
       return "deepseek_v3";
     case ModelType::gpt_oss:
       return "gpt_oss";
+    case ModelType::megatron_gpt:
+      return "megatron_gpt";
   }
   return "?";
 }
@@ -55,10 +57,11 @@ namespace {
 
 using io::JsonCursor;
 
-constexpr std::array k_model_types = {ModelType::llama,     ModelType::mistral,     ModelType::qwen2,
-                                      ModelType::qwen3,     ModelType::gemma,       ModelType::gemma2,
-                                      ModelType::phi3,      ModelType::gpt2,        ModelType::mixtral,
-                                      ModelType::qwen3_moe, ModelType::deepseek_v3, ModelType::gpt_oss};
+constexpr std::array k_model_types = {ModelType::llama,       ModelType::mistral,     ModelType::qwen2,
+                                      ModelType::qwen3,       ModelType::gemma,       ModelType::gemma2,
+                                      ModelType::phi3,        ModelType::gpt2,        ModelType::mixtral,
+                                      ModelType::qwen3_moe,   ModelType::deepseek_v3, ModelType::gpt_oss,
+                                      ModelType::megatron_gpt};
 
 std::vector<std::string> model_type_names() {
   std::vector<std::string> out;
@@ -233,6 +236,98 @@ bool reads_rope_type(const JsonCursor& root, std::string_view rope_type) {
 std::uint64_t optional_count(const JsonCursor& root, std::string_view key, std::uint64_t fallback) {
   if (auto c = root.find(key)) return c->non_negative_integer();
   return fallback;
+}
+
+// A Megatron-Core GPTModel from Megatron-LM's argument names, with their
+// defaults (megatron/training/arguments.py: ffn_hidden_size 4h, or
+// ⌊(8h/3)/64⌋·64 with swiglu; kv_channels h/a; num_query_groups a;
+// LayerNorm; learned absolute positions; biases on every linear; tied
+// embeddings; dropout 0.1). Every key is Megatron's; an unknown one is
+// refused, since these files are written by hand.
+void read_megatron_gpt(const JsonCursor& root, ModelSpec& m) {
+  static const std::vector<std::string> keys = {"model_type",
+                                                "source",
+                                                "num_layers",
+                                                "hidden_size",
+                                                "ffn_hidden_size",
+                                                "num_attention_heads",
+                                                "num_query_groups",
+                                                "kv_channels",
+                                                "vocab_size",
+                                                "max_position_embeddings",
+                                                "position_embedding_type",
+                                                "normalization",
+                                                "swiglu",
+                                                "add_bias_linear",
+                                                "add_qkv_bias",
+                                                "qk_layernorm",
+                                                "untie_embeddings_and_output_weights",
+                                                "attention_dropout",
+                                                "hidden_dropout"};
+  for (const std::string& key : root.keys()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      throw InputError(io::pointer_to(root, key),
+                       fmt::format("not a Megatron argument vramcalc reads{}", io::did_you_mean(key, keys)));
+    }
+  }
+  m.num_layers = root.at("num_layers").positive_integer();
+  m.hidden_size = root.at("hidden_size").positive_integer();
+  m.num_attention_heads = root.at("num_attention_heads").positive_integer();
+  m.vocab_size = root.at("vocab_size").positive_integer();
+  m.max_position_embeddings = root.at("max_position_embeddings").positive_integer();
+  m.gated_mlp = optional_bool(root, "swiglu", false);
+  m.activation = m.gated_mlp ? Activation::silu : Activation::gelu;
+  if (auto c = root.find("ffn_hidden_size")) {
+    m.intermediate_size = c->positive_integer();
+  } else {
+    m.intermediate_size = m.gated_mlp ? checked_mul(checked_mul(4, m.hidden_size) * 2 / 3 / 64, 64)
+                                      : checked_mul(4, m.hidden_size);
+  }
+  m.num_key_value_heads = optional_count(root, "num_query_groups", m.num_attention_heads);
+  if (m.num_key_value_heads == 0 || m.num_attention_heads % m.num_key_value_heads != 0) {
+    throw InputError(io::pointer_to(root, "num_query_groups"),
+                     fmt::format("{} query groups do not divide num_attention_heads {}",
+                                 m.num_key_value_heads, m.num_attention_heads));
+  }
+  if (auto c = root.find("kv_channels")) {
+    m.head_dim = c->positive_integer();
+  } else if (m.hidden_size % m.num_attention_heads != 0) {
+    throw InputError(io::pointer_to(root, "kv_channels"),
+                     fmt::format("missing, and hidden_size ({}) is not divisible by num_attention_heads ({})",
+                                 m.hidden_size, m.num_attention_heads));
+  } else {
+    m.head_dim = m.hidden_size / m.num_attention_heads;
+  }
+  std::string positions = "learned_absolute";
+  if (auto c = root.find("position_embedding_type")) {
+    positions = c->string();
+    const std::vector<std::string> kinds = {"learned_absolute", "rope", "none"};
+    if (std::find(kinds.begin(), kinds.end(), positions) == kinds.end()) {
+      c->fail(fmt::format("unknown position embedding \"{}\"{} (choose from {})", positions,
+                          io::did_you_mean(positions, kinds), io::join(kinds)));
+    }
+  }
+  m.learned_positions = positions == "learned_absolute";
+  m.norm = NormKind::layer_norm;
+  if (auto c = root.find("normalization")) {
+    const std::string n = c->string();
+    if (n == "RMSNorm") {
+      m.norm = NormKind::rms_norm;
+    } else if (n != "LayerNorm") {
+      const std::vector<std::string> kinds = {"LayerNorm", "RMSNorm"};
+      c->fail(fmt::format("unknown normalization \"{}\"{} (choose from LayerNorm, RMSNorm)", n,
+                          io::did_you_mean(n, kinds)));
+    }
+  }
+  m.norms_per_layer = 2;
+  m.qk_norm = optional_bool(root, "qk_layernorm", false);
+  const bool bias = optional_bool(root, "add_bias_linear", true);
+  m.qkv_bias = bias || optional_bool(root, "add_qkv_bias", false);
+  m.o_bias = m.mlp_bias = bias;
+  m.fused_qkv = true;  // linear_qkv
+  m.tie_word_embeddings = !optional_bool(root, "untie_embeddings_and_output_weights", false);
+  m.attention_dropout = root.has("attention_dropout") ? optional_probability(root, "attention_dropout") : 0.1;
+  m.hidden_dropout = root.has("hidden_dropout") ? optional_probability(root, "hidden_dropout") : 0.1;
 }
 
 // Mixture-of-experts keys, as each family's configuration class names them
@@ -515,12 +610,14 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
   m.name = std::move(name);
   if (auto s = root.find("source")) m.source = s->string();
   m.type = read_model_type(root);
-  reject_near_misses(root);
+  if (m.type != ModelType::megatron_gpt) reject_near_misses(root);
   // An architecture whose sizes overflow 64 bits is refused here, naming
   // the input, rather than failing later inside a formula.
   try {
     if (m.type == ModelType::gpt2) {
       read_gpt2(root, m);
+    } else if (m.type == ModelType::megatron_gpt) {
+      read_megatron_gpt(root, m);
     } else {
       read_llama_style(root, m);
     }

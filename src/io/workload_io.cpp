@@ -722,7 +722,7 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
 }
 
 // vLLM's engine arguments apply with --engine vllm only.
-void check_vllm_keys(const WorkloadInput& in) {
+void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   const bool vllm = in.engine && in.engine->value == Engine::vllm;
   auto only = [vllm](const auto& given) {
     if (given && !vllm)
@@ -738,8 +738,8 @@ void check_vllm_keys(const WorkloadInput& in) {
   only(in.max_loras);
   only(in.max_lora_rank);
   only(in.lora_extra_vocab_size);
-  const bool train = in.mode && in.mode->value == Mode::train;
-  const bool megatron = in.framework && in.framework->value == Framework::megatron;
+  const bool train = w.mode == Mode::train;
+  const bool megatron = w.framework == Framework::megatron;
   if (in.tp && in.tp->value > 1 && !vllm && !(train && megatron)) {
     conflict(in.tp->origin,
              train ? "tensor parallelism for training is modelled with --framework megatron so far"
@@ -1228,8 +1228,21 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     return fallback;
   };
 
-  w.mode = pick(in.mode, Mode::infer, "mode");
-  w.framework = pick(in.framework, Framework::hf, "framework");
+  // A model given by Megatron-LM's arguments is trained with Megatron: its
+  // defaults are training with --framework megatron, and nothing else runs it.
+  const bool megatron_model = model.type == ModelType::megatron_gpt;
+  w.mode = pick(in.mode, megatron_model ? Mode::train : Mode::infer, "mode");
+  w.framework = pick(in.framework, megatron_model ? Framework::megatron : Framework::hf, "framework");
+  if (megatron_model && w.mode != Mode::train) {
+    conflict(in.mode->origin, fmt::format("{} is a Megatron-LM model (megatron_gpt): vramcalc plans its "
+                                          "training (--mode train --framework megatron)",
+                                          model.name));
+  }
+  if (megatron_model && w.framework != Framework::megatron) {
+    conflict(in.framework->origin,
+             fmt::format("{} is a Megatron-LM model (megatron_gpt): it trains with --framework megatron",
+                         model.name));
+  }
   const bool train = w.mode == Mode::train;
   auto train_only = [&](const auto& given, std::string_view what) {
     if (given && !train) {
@@ -1273,7 +1286,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     conflict(in.pp_schedule->origin, "pipeline schedules are modelled for training (--mode train)");
   if (in.microbatches && !train)
     conflict(in.microbatches->origin, "micro-batches per step apply to training (--mode train)");
-  check_vllm_keys(in);
+  check_vllm_keys(in, w);
   if (w.framework == Framework::megatron && !train) {
     conflict(in.framework->origin,
              "the megatron profile models training; use --mode train, or --framework hf for inference");

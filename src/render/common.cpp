@@ -223,11 +223,17 @@ std::string communication_lines(const PlanResult& p) {
 }
 
 std::string stage_layers_text(const PipelineStage& st) {
-  std::string out;
-  for (std::uint64_t c = 0; c < st.chunks; ++c) {
+  auto chunk = [&st](std::uint64_t c) {
     const std::uint64_t first = st.first_layer(c);
-    out += fmt::format("{}{}-{}", c == 0 ? "" : ", ", first, first + st.chunk_layers - 1);
+    return st.chunk_layers == 1 ? fmt::format("{}", first)
+                                : fmt::format("{}-{}", first, first + st.chunk_layers - 1);
+  };
+  // Past three chunks: the first two, the last, and how many.
+  if (st.chunks > 3) {
+    return fmt::format("{}, {}, …, {} ({} chunks)", chunk(0), chunk(1), chunk(st.chunks - 1), st.chunks);
   }
+  std::string out;
+  for (std::uint64_t c = 0; c < st.chunks; ++c) out += (c == 0 ? "" : ", ") + chunk(c);
   return out;
 }
 

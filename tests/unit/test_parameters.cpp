@@ -164,3 +164,60 @@ TEST_CASE("parameters: MoE configs the reader refuses", "[parameters][moe][error
   const ModelSpec mixtral = load_model("mixtral-8x7b");
   test::check_rejects(mixtral, {}, "mixtral-8x7b", "not modelled yet");
 }
+
+TEST_CASE("megatron_gpt: Megatron-LM's arguments, counted by hand", "[parameters][megatron]") {
+  // Megatron's functional-test 7B GPT: LayerNorm and biases on every linear
+  // (its defaults), GeLU MLP of 16384, 8 query groups, learned positions,
+  // untied output layer.
+  const ModelSpec m = load_model(std::string(VRAMCALC_TEST_DATA) + "/configs/megatron-gpt-7b.json");
+  const std::uint64_t h = 4096;
+  const std::uint64_t qkv = (32 + 2 * 8) * 128;
+  const std::uint64_t layer =
+      (qkv * h + qkv) + (h * h + h) + (16384 * h + 16384) + (h * 16384 + h) + 2 * 2 * h;
+  const std::uint64_t outside = 2 * 131073 * h + 8192 * h + 2 * h;
+  CHECK(count_parameters(m).total == 32 * layer + outside);
+  CHECK(count_parameters(m).total == 6'745'964'544ULL);
+  // Megatron's defaults: 4h MLP, tied embeddings, no positions with rope,
+  // RMSNorm without biases, swiglu's ⌊(8h/3)/64⌋·64.
+  const ModelSpec d = test::model(
+      R"({"model_type": "megatron_gpt", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+          "vocab_size": 100, "max_position_embeddings": 32})");
+  CHECK(d.intermediate_size == 256);
+  CHECK(d.tie_word_embeddings);
+  CHECK(d.learned_positions);
+  CHECK(d.norm == NormKind::layer_norm);
+  const ModelSpec s = test::model(
+      R"({"model_type": "megatron_gpt", "num_layers": 2, "hidden_size": 100, "num_attention_heads": 4,
+          "vocab_size": 100, "max_position_embeddings": 32, "swiglu": true, "normalization": "RMSNorm",
+          "position_embedding_type": "rope", "add_bias_linear": false})");
+  CHECK(s.intermediate_size == 256);  // ⌊266.7/64⌋·64
+  CHECK_FALSE(s.learned_positions);
+  CHECK(count_parameters(s).total ==
+        2 * ((300 * 100) + (100 * 100) + (512 * 100) + (100 * 256) + 2 * 100) + 100 * 100 + 100);
+}
+
+TEST_CASE("megatron_gpt: unknown arguments and what it cannot run", "[parameters][megatron][io]") {
+  auto rejects = [](const std::string& json, const std::string& where, const std::string& words) {
+    try {
+      (void)test::model(json);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      INFO(e.what());
+      CHECK(e.where().find(where) != std::string::npos);
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+  };
+  const std::string base =
+      R"("model_type": "megatron_gpt", "num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100)";
+  rejects("{" + base + R"(, "max_position_embeddings": 32, "num_querry_groups": 2})", "/num_querry_groups",
+          "did you mean \"num_query_groups\"");
+  rejects("{" + base + R"(, "max_position_embeddings": 32, "normalization": "layernorm"})", "/normalization",
+          "did you mean \"LayerNorm\"");
+  rejects("{" + base + "}", "/max_position_embeddings", "missing");
+  const ModelSpec m = load_model(std::string(VRAMCALC_TEST_DATA) + "/configs/megatron-gpt-7b.json");
+  test::check_rejects(m, {{"mode", "infer"}}, "--mode", "plans its training");
+  test::check_rejects(m, {{"framework", "hf"}}, "--framework", "--framework megatron");
+  const Workload w = test::workload(m, {});
+  CHECK(w.mode == Mode::train);
+  CHECK(w.framework == Framework::megatron);
+}

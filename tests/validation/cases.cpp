@@ -352,7 +352,13 @@ Evaluation evaluate_published_cases() {
       const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
       set_from_text(in, key, text, key);
     }
-    const PlanRequest r = resolve(model, in);
+    PlanRequest r = resolve(model, in);
+    // A measurement on one pipeline stage's rank: "last" (Megatron logs
+    // memory on the last rank, world_size − 1).
+    if (v.contains("stage")) {
+      if (v["stage"] != "last") throw std::runtime_error(id + ": stage must be \"last\"");
+      r.workload.parallel.stage = r.workload.parallel.pp - 1;
+    }
     const Budget b = estimate(r.model, r.workload);
     const std::string quantity = v["quantity"].get<std::string>();
     if (quantity == "vllm") {
@@ -363,6 +369,7 @@ Evaluation evaluate_published_cases() {
     x.case_id = id;
     x.measured = v["value_bytes"].get<std::uint64_t>();
     x.tolerance_bytes = v["tolerance"]["rounding_bytes"].get<std::uint64_t>();
+    x.tolerance = v["tolerance"].value("relative", 0.0);
     const std::uint64_t params = count_parameters(r.model).total;
     if (quantity == "model_states") {
       x.kind = "model states (published)";
@@ -380,6 +387,12 @@ Evaluation evaluate_published_cases() {
       if (q.kind == QuantKind::gptq || q.kind == QuantKind::awq) {
         if (q.bits == 4) x.accelerate = params / 2;
       }
+    } else if (quantity == "peak_allocated") {
+      // torch.cuda.memory_stats()["allocated_bytes.all.peak"]: the tensors'
+      // peak and the cuBLAS workspaces of the forward and the backward
+      // (autograd's) threads, which PyTorch takes from its allocator.
+      x.kind = "peak allocated (published)";
+      x.predicted = b.peak_allocated + 2 * r.workload.cublas_workspace;
     } else if (quantity == "compute_buffer") {
       x.kind = "llama.cpp compute buffer (published)";
       x.predicted = b.components[static_cast<std::size_t>(Component::transient)];
