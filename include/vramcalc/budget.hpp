@@ -129,6 +129,9 @@ struct Budget {
   /// embeddings): leaves, and their total. Not part of any GPU figure.
   std::vector<Node> host;
   std::uint64_t host_bytes = 0;
+  /// What ZeRO-Infinity keeps on NVMe (--offload-device nvme), per rank.
+  std::vector<Node> nvme;
+  std::uint64_t nvme_bytes = 0;
 
   ServingPool serving;     ///< --engine vllm
   PipelineStage pipeline;  ///< --pp: the stage this budget is

@@ -89,6 +89,20 @@ struct PlanResult {
   /// their sum; empty when training on one GPU or serving.
   std::vector<Node> communication;
   std::uint64_t communication_bytes = 0;
+  /// --offload: what the GPU moves over its host link per step
+  /// (host_link_traffic), by direction, and NVMe reads and writes.
+  struct HostLink {
+    std::vector<Node> traffic;
+    std::uint64_t to_host = 0;    ///< Σ d2h.* leaves
+    std::uint64_t from_host = 0;  ///< Σ h2d.* leaves
+    std::uint64_t nvme = 0;       ///< Σ nvme.* leaves
+    double to_host_seconds = 0;   ///< to_host ÷ the link's rate
+    double from_host_seconds = 0;
+    /// budget.host_bytes × the ranks on one node (min(gpus_per_node, world)).
+    std::uint64_t host_per_node = 0;
+    std::uint64_t ranks_per_node = 0;
+  };
+  std::optional<HostLink> host_link;
   /// --pp: the budget of each pipeline stage's rank, in stage order
   /// (`budget` is the worst of them); empty without pipeline parallelism.
   /// Each stands for its tp·cp·dp ranks, which hold the same.

@@ -35,6 +35,39 @@ struct ShardFactors {
 };
 [[nodiscard]] ShardFactors shard_factors(const Workload& w);
 
+// ---- offload ---------------------------------------------------------------
+
+/// DeepSpeed's reduce_bucket_size default, in elements
+/// (deepspeed/runtime/zero/config.py): the IPG bucket a ZeRO rank keeps on
+/// the GPU for gradients on their way to the host.
+inline constexpr std::uint64_t k_deepspeed_reduce_bucket = 500'000'000;
+/// stage3_param_persistence_threshold's default: ZeRO-3 never partitions a
+/// parameter of at most this many elements, so it stays on the GPU whole.
+inline constexpr std::uint64_t k_deepspeed_persistence_threshold = 100'000;
+/// offload_optimizer.buffer_count and sub_group_size defaults: ZeRO-Infinity's
+/// pinned host buffers for swapping the optimizer's fp32 tensors with NVMe.
+inline constexpr std::uint64_t k_deepspeed_optimizer_swap_buffers = 4;
+inline constexpr std::uint64_t k_deepspeed_sub_group = 1'000'000'000;
+/// offload_param.buffer_count × buffer_size defaults: the pinned 16-bit
+/// parameter swap pool of ZeRO-Infinity (partitioned_param_swapper.py).
+inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'000;
+
+/// Elements of the tensors ZeRO-3 keeps whole (at most
+/// k_deepspeed_persistence_threshold each: norms, biases).
+[[nodiscard]] std::uint64_t deepspeed_persistent_elements(std::span<const ParamTensor> tensors);
+
+/// Bytes one GPU moves over its host link per optimizer step under
+/// --offload, one leaf per transfer, ids prefixed d2h., h2d. or nvme.
+/// (docs/formulas.md, "Offload"): DeepSpeed ZeRO-1/2 sends fp32 gradients
+/// (4Ψ/N) and receives 16-bit parameters (2Ψ/N); ZeRO-3 also sends each
+/// micro-batch's 16-bit partition to the host and back, and with
+/// offload_param fetches the parameter partitions for forward and backward
+/// (and recompute); FSDP copies the fp32 shard over for both all-gathers
+/// (8Ψ/N) and the fp32 gradients back (4Ψ/N) every micro-batch;
+/// ZeRO-Infinity reads and writes the optimizer's 16Ψ/N on NVMe. Empty
+/// without offload. `m` is one rank's model.
+[[nodiscard]] std::vector<Node> host_link_traffic(const ModelSpec& m, const Workload& w);
+
 /// The ranks ZeRO/FSDP shards over: dp, or the shard group under hybrid
 /// sharding (PyTorch FSDP ShardingStrategy.HYBRID_SHARD; FSDP2 fully_shard
 /// on a 2-D mesh, torch/distributed/fsdp/_fully_shard/_fully_shard.py).

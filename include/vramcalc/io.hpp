@@ -108,6 +108,10 @@ struct WorkloadInput {
   std::optional<Given<std::uint32_t>> zero;
   std::optional<Given<std::uint32_t>> fsdp;         ///< as a ZeRO stage: full = 3, grad-op = 2, hybrid:K = 3
   std::optional<Given<std::uint64_t>> shard_group;  ///< K of --fsdp hybrid:K
+  std::optional<Given<OffloadKind>> offload;
+  std::optional<Given<OffloadDevice>> offload_device;
+  std::optional<Given<std::uint64_t>> host_link;  ///< bytes per second
+  std::optional<Given<std::uint64_t>> gpus_per_node;
   std::optional<Given<std::uint64_t>> overhead;
   std::optional<Given<std::string>> gpu;
   std::optional<Given<std::uint64_t>> gpu_mem;

@@ -197,6 +197,29 @@ struct Parallel {
   std::optional<std::uint64_t> stage;
 };
 
+/// What training moves off the GPU (docs/formulas.md, "Offload").
+enum class OffloadKind : std::uint8_t {
+  none,
+  optimizer,  ///< DeepSpeed offload_optimizer (ZeRO-Offload): master weights, optimizer states, fp32
+              ///< gradients
+  params,     ///< also the parameters: DeepSpeed offload_param (ZeRO-3), or FSDP's CPUOffload
+};
+enum class OffloadDevice : std::uint8_t { cpu, nvme };
+
+struct Offload {
+  OffloadKind kind = OffloadKind::none;
+  /// nvme: ZeRO-Infinity keeps the offloaded states on NVMe behind pinned
+  /// host buffers (ZeRO-3 only).
+  OffloadDevice device = OffloadDevice::cpu;
+  /// PyTorch FSDP's CPU offload (--fsdp) rather than DeepSpeed's (--zero).
+  bool fsdp = false;
+  /// --host-link: bytes per second each way between a GPU and its host;
+  /// default PCIe 5.0 x16, 32 GT/s × 16 lanes × 128/130 ÷ 8 (PCI-SIG).
+  std::uint64_t link_bytes_per_s = 63'015'384'615;
+  /// --gpus-per-node: ranks sharing one host's memory.
+  std::uint64_t gpus_per_node = 8;
+};
+
 struct Workload {
   Mode mode = Mode::infer;
   std::uint64_t batch = 1;  ///< micro-batch per GPU; concurrent sequences when serving
@@ -238,6 +261,7 @@ struct Workload {
   /// states split over groups of this many ranks, each group a replica of
   /// the others; 0: over all dp ranks. zero_ranks() reads it.
   std::uint64_t shard_group = 0;
+  Offload offload;  ///< training only
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the
   /// whole runtime overhead when given with --overhead.
   std::uint64_t runtime_overhead = 0;
@@ -257,5 +281,6 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(VllmSampler s);
 [[nodiscard]] std::string_view name_of(CacheImpl c);
 [[nodiscard]] std::string_view name_of(PipelineSchedule s);
+[[nodiscard]] std::string_view name_of(OffloadKind k);
 
 }  // namespace vramcalc

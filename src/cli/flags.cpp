@@ -163,6 +163,19 @@ constexpr FlagSpec k_flags[] = {
     {"fsdp", "--fsdp",
      "full | grad-op | hybrid:K: FSDP names for ZeRO stages 3 and 2; hybrid:K (HYBRID_SHARD, HSDP) shards "
      "like full within groups of K ranks and replicates the groups over dp/K"},
+    {"offload", "--offload",
+     "none | optimizer | params: move training state to the host. With --zero (DeepSpeed): optimizer = "
+     "ZeRO-Offload (master weights, optimizer states and fp32 gradients on the host, 16-bit parameters stay), "
+     "params = also offload_param (ZeRO-3). With --fsdp: params = FSDP's CPUOffload (every state on the host). "
+     "Reports host memory and the host link's traffic and time per step (default none)"},
+    {"offload_device", "--offload-device",
+     "cpu | nvme: where DeepSpeed keeps offloaded states; nvme is ZeRO-Infinity (ZeRO-3), with pinned host "
+     "swap buffers (default cpu)"},
+    {"host_link", "--host-link",
+     "bytes per second each way between a GPU and its host, e.g. 63GB/s (PCIe 5.0 x16, the default) or "
+     "31.5GB/s (PCIe 4.0 x16); sets the offload's transfer time"},
+    {"gpus_per_node", "--gpus-per-node",
+     "GPUs sharing one host's memory, for the offload's host memory per node (default 8)"},
     {"gpu", "--gpu", "GPU from the catalog (see `vramcalc gpus`), e.g. h100-80gb"},
     {"gpu_mem", "--gpu-mem", "GPU capacity for GPUs not in the catalog, e.g. 80GiB (GiB = 2^30, GB = 10^9)"},
     {"overhead", "--overhead",

@@ -269,6 +269,16 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
     inv->add("zero3.layer_params", "gathered parameters of two decoder layers (current and prefetched)",
              checked_mul(2, t.params.per_layer), wd, "2 × layer parameters", src);
   }
+  if (w.offload.kind == OffloadKind::params) {
+    // The layer's shard comes from the host before its all-gather: FSDP's
+    // fp32 shard (cast on the GPU), DeepSpeed's 16-bit partition.
+    const DType from = w.offload.fsdp ? DType::fp32 : wd;
+    for (Inventory* inv : {&fwd, &bwd}) {
+      inv->add("offload.layer_shard", "the layer's shard copied from the host before its all-gather",
+               shard_elements(t.params.per_layer, zero_ranks(w)), from, "⌈layer parameters / N⌉",
+               "PyTorch FSDP2 _fsdp_param.py all_gather_inputs; DeepSpeed partition_parameters.py");
+    }
+  }
   bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
           t.params.per_layer, gradient_dtype(w), "layer parameters", src);
   layer.add("zero3.reduce_scatter_input", "the previous layer's reduce-scatter input, held until this one's",
@@ -280,6 +290,7 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
 Inventory step_temporaries(const Train& t, Detail detail) {
   const Workload& w = t.w;
   Inventory inv(detail);
+  if (w.offload.kind != OffloadKind::none) return inv;  // the update runs on the CPU
   const std::uint64_t shard = shard_elements(t.params.total, shard_factors(w).optimizer);
   const bool masters = w.precision == Precision::mixed || w.precision == Precision::mixed_fp32_grads;
   if (masters && gradient_dtype(w) != DType::fp32) {
@@ -723,6 +734,142 @@ Branch vllm_lora_branch(const ModelSpec& full, const Workload& w, Detail d) {
       "under pressure, outside PyTorch's allocator");
 }
 
+// Tree mode: a component's tree moves off the GPU, to the host or NVMe.
+[[gnu::noinline]] void move_off(Budget& b, Component c, bool nvme) {
+  Node n = std::move(b.breakdown[idx(c)]);
+  b.breakdown[idx(c)] = empty_node(c);
+  b.components[idx(c)] = 0;
+  if (n.bytes == 0) return;
+  n.id = core::cat(name_of(c));
+  std::uint64_t& total = nvme ? b.nvme_bytes : b.host_bytes;
+  total = checked_add(total, n.bytes);
+  (nvme ? b.nvme : b.host).push_back(std::move(n));
+}
+
+// Tree mode: a buffer of the host (or NVMe) side of the offload.
+[[gnu::noinline]] void off_leaf(Budget& b, bool nvme, const char* id, const char* label,
+                                std::uint64_t elements, DType t, const char* expr, const char* source) {
+  const std::uint64_t bytes = bytes_for(elements, t);
+  if (bytes == 0) return;
+  (nvme ? b.nvme : b.host)
+      .push_back(
+          leaf(id, label, bytes, 1, fmt::format("{} × {} B ({})", expr, bits_of(t) / 8, name_of(t)), source));
+  std::uint64_t& total = nvme ? b.nvme_bytes : b.host_bytes;
+  total = checked_add(total, bytes);
+}
+
+// Tree mode: the offload in words.
+[[gnu::noinline]] void describe_offload(Budget& b, const Workload& w) {
+  const Offload& o = w.offload;
+  const std::string where =
+      o.device == OffloadDevice::nvme ? "NVMe behind pinned host buffers" : "host memory";
+  std::string what;
+  if (o.fsdp) {
+    what =
+        "PyTorch FSDP CPUOffload: the fp32 parameter, gradient and optimizer shards in pinned host memory; "
+        "the "
+        "optimizer step runs on the CPU";
+  } else {
+    what = fmt::format(
+        "DeepSpeed ZeRO-{} {}: master weights, optimizer states and fp32 gradients in {}{}; the "
+        "optimizer step runs on the CPU",
+        w.zero, o.device == OffloadDevice::nvme ? "Infinity" : "Offload", where,
+        o.kind == OffloadKind::params ? ", the 16-bit parameter partition too" : "");
+  }
+  b.assumptions.emplace_back("host", what + fmt::format(" (per rank; a node of {} GPUs holds {}×)",
+                                                        o.gpus_per_node, o.gpus_per_node));
+}
+
+// --offload (docs/formulas.md, "Offload"). DeepSpeed (--zero): the master
+// weights, optimizer states and an fp32 gradient partition live with the
+// optimizer on the host (or NVMe), the update runs there; the GPU keeps its
+// 16-bit parameters (the ZeRO-3 shard, or with offload_param only the
+// persistent small tensors) and the IPG reduce bucket. FSDP (--fsdp): every
+// state is on the host; the GPU holds only gathered units (transients).
+void offload_states(Builder& out, std::span<const ParamTensor> tensors, const ParameterCount& pc,
+                    const Workload& w, std::uint64_t& persistent_grads) {
+  const Offload& o = w.offload;
+  const bool nvme = o.device == OffloadDevice::nvme;
+  const bool params = o.kind == OffloadKind::params;
+  const std::uint64_t N = zero_ranks(w);
+  const std::uint64_t S = shard_elements(pc.total, N);
+  const DType half = weight_dtype(w);
+  constexpr const char* ds12 = "DeepSpeed runtime/zero/stage_1_and_2.py (cpu_offload)";
+  constexpr const char* ds3 = "DeepSpeed runtime/zero/stage3.py (offload_optimizer, offload_param)";
+  if (out.tree()) describe_offload(*out.b, w);
+  if (o.fsdp) {
+    if (out.tree()) {
+      for (Component c : {Component::weights, Component::gradients, Component::optimizer_states,
+                          Component::master_weights}) {
+        move_off(*out.b, c, false);
+      }
+    }
+    for (Component c :
+         {Component::weights, Component::gradients, Component::optimizer_states, Component::master_weights}) {
+      out.set(c, Branch(out.detail));
+    }
+    persistent_grads = 0;
+    return;
+  }
+  // DeepSpeed: master and optimizer states off the GPU; the gradients' GPU
+  // side is the IPG bucket (stage_1_and_2.py setup_buckets, stage3.py: one
+  // reduce_bucket_size buffer of the 16-bit dtype).
+  if (out.tree()) {
+    move_off(*out.b, Component::master_weights, nvme);
+    move_off(*out.b, Component::optimizer_states, nvme);
+    off_leaf(*out.b, nvme, "fp32_grads", "fp32 gradient partition for the update", S, DType::fp32, "⌈P/N⌉",
+             w.zero <= 2 ? ds12 : ds3);
+    if (w.zero <= 2) {
+      off_leaf(*out.b, false, "param_staging", "16-bit parameter staging buffer for the copy back", S, half,
+               "⌈P/N⌉", "DeepSpeed stage_1_and_2.py param_buffer_of_bit16_for_cpu_offload_groups (PR #7309)");
+      if (w.grad_accum > 1) {
+        off_leaf(*out.b, false, "accumulated_grads", "16-bit gradients accumulated on the host", S, half,
+                 "⌈P/N⌉", "DeepSpeed stage_1_and_2.py accumulated_grads_in_cpu");
+      }
+    } else {
+      off_leaf(*out.b, false, "grad_partitions", "16-bit gradient partition buffer", S, half, "⌈P/N⌉",
+               "DeepSpeed stage3.py grad_partitions_flat_buffer (gradient_accumulation_dtype)");
+    }
+    if (nvme) {
+      off_leaf(*out.b, false, "optimizer_swap_buffers",
+               "pinned buffers swapping the optimizer's tensors with NVMe",
+               checked_mul(k_deepspeed_optimizer_swap_buffers, std::min(S, k_deepspeed_sub_group)),
+               DType::fp32, "buffer_count × min(⌈P/N⌉, sub_group_size)",
+               "DeepSpeed runtime/swap_tensor/optimizer_utils.py");
+    }
+  }
+  out.set(Component::master_weights, Branch(out.detail));
+  out.set(Component::optimizer_states, Branch(out.detail));
+  Branch grads(out.detail);
+  const std::uint64_t bucket = bytes_for(k_deepspeed_reduce_bucket, gradient_dtype(w));
+  grads.leaf(bucket, 1, [&] {
+    return LeafText{"ipg_bucket", "IPG reduce bucket: gradients on their way to the host",
+                    fmt::format("reduce_bucket_size 5e8 × {} B", bits_of(gradient_dtype(w)) / 8),
+                    "DeepSpeed runtime/zero/config.py reduce_bucket_size; stage_1_and_2.py setup_buckets"};
+  });
+  out.set(Component::gradients, std::move(grads));
+  persistent_grads = bucket;
+  if (params) {
+    // offload_param: the 16-bit partition lives on the host (or NVMe); the
+    // GPU keeps the tensors too small to partition.
+    if (out.tree()) {
+      move_off(*out.b, Component::weights, nvme);
+      if (nvme) {
+        off_leaf(*out.b, false, "param_swap_buffers", "pinned 16-bit parameter swap pool",
+                 k_deepspeed_param_swap_elements, half, "buffer_count 5 × buffer_size 1e8",
+                 "DeepSpeed runtime/swap_tensor/partitioned_param_swapper.py");
+      }
+    }
+    Branch weights(out.detail);
+    weights.leaf(bytes_for(deepspeed_persistent_elements(tensors), half), 1, [&] {
+      return LeafText{
+          "persistent", "tensors of at most 1e5 elements, never partitioned", "Σ small tensors × 2 B",
+          "DeepSpeed stage3_param_persistence_threshold (parameter_offload.py mark_persistent_parameters)"};
+    });
+    out.set(Component::weights, std::move(weights));
+  }
+}
+
 // Weights, gradients, master weights and optimizer states. `trained` are the
 // tensors that get gradients: all of `tensors`, or LoRA's adapters.
 // `full` is the whole model where `m` is one tensor-parallel rank's.
@@ -838,6 +985,7 @@ void model_states(Builder& out, const ModelSpec& full, const ModelSpec& m,
   out.assume(Component::optimizer_states,
              [&] { return optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"); });
   if (out.tree()) paged_states(*out.b, trained, w, sf.optimizer);
+  if (w.offload.kind != OffloadKind::none) offload_states(out, tensors, pc, w, ddp_buckets);
 }
 
 // The activations' tree of `units` micro-batch passes, `model_units` of
@@ -1679,6 +1827,27 @@ PlanResult plan(PlanRequest request) {
     const MegatronArgs args = megatron_args(request.model, w);
     r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),
                                               megatron_activation_bytes(args)};
+  }
+  if (w.mode == Mode::train && w.offload.kind != OffloadKind::none) {
+    PlanResult::HostLink h;
+    Workload local;
+    const Workload& rank_w = rank_workload(w, local);
+    ModelSpec shard;
+    h.traffic = host_link_traffic(rank_model(request.model, rank_w, shard), rank_w);
+    for (const Node& n : h.traffic) {
+      std::uint64_t& total = n.id.starts_with("d2h.")   ? h.to_host
+                             : n.id.starts_with("h2d.") ? h.from_host
+                                                        : h.nvme;
+      total = checked_add(total, n.bytes);
+    }
+    const double rate = static_cast<double>(w.offload.link_bytes_per_s);
+    h.to_host_seconds = static_cast<double>(h.to_host) / rate;
+    h.from_host_seconds = static_cast<double>(h.from_host) / rate;
+    const std::uint64_t world =
+        checked_product(checked_mul(w.dp, w.parallel.tp), w.parallel.cp, w.parallel.pp);
+    h.ranks_per_node = std::min(w.offload.gpus_per_node, world);
+    h.host_per_node = checked_mul(r.budget.host_bytes, h.ranks_per_node);
+    r.host_link = std::move(h);
   }
   if (request.gpu) r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
   r.request = std::move(request);

@@ -66,6 +66,11 @@ constexpr std::array k_kv_blocks = {
 constexpr std::array k_schedules = {Choice<PipelineSchedule>{"1f1b", PipelineSchedule::one_f_one_b},
                                     Choice<PipelineSchedule>{"interleaved", PipelineSchedule::interleaved},
                                     Choice<PipelineSchedule>{"gpipe", PipelineSchedule::gpipe}};
+constexpr std::array k_offloads = {Choice<OffloadKind>{"none", OffloadKind::none},
+                                   Choice<OffloadKind>{"optimizer", OffloadKind::optimizer},
+                                   Choice<OffloadKind>{"params", OffloadKind::params}};
+constexpr std::array k_offload_devices = {Choice<OffloadDevice>{"cpu", OffloadDevice::cpu},
+                                          Choice<OffloadDevice>{"nvme", OffloadDevice::nvme}};
 constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
 
 template <class E, std::size_t N>
@@ -242,6 +247,19 @@ Checkpointing parse_checkpoint(std::string_view text, const std::string& origin)
                                        io::did_you_mean(text, names), io::join(names)));
 }
 
+// --host-link: a size per second, "63GB/s" or "32GiB/s".
+std::uint64_t parse_rate(std::string_view text, const std::string& origin) {
+  if (!text.ends_with("/s")) {
+    throw InputError(origin,
+                     fmt::format("invalid rate \"{}\": expected a size per second, e.g. 63GB/s (PCIe 5.0 "
+                                 "x16 each way) or 31.5GB/s (PCIe 4.0 x16)",
+                                 text));
+  }
+  const std::uint64_t r = parse_size(text.substr(0, text.size() - 2), origin);
+  if (r == 0) throw InputError(origin, "the host link's rate must be above 0");
+  return r;
+}
+
 // --pp-schedule: 1f1b, gpipe or interleaved:V (V ≥ 2 model chunks per rank).
 std::pair<PipelineSchedule, std::uint64_t> parse_schedule(std::string_view text, const std::string& origin) {
   if (text == "1f1b") return {PipelineSchedule::one_f_one_b, 1};
@@ -407,6 +425,9 @@ std::string_view name_of(VllmSampler s) {
 std::string_view name_of(PipelineSchedule s) {
   return name_in(k_schedules, s);
 }
+std::string_view name_of(OffloadKind k) {
+  return name_in(k_offloads, k);
+}
 std::string_view name_of(LossImpl l) {
   return l == LossImpl::chunked ? "chunked" : "standard";
 }
@@ -457,6 +478,10 @@ const std::vector<std::string>& workload_keys() {
                                                 "dp",
                                                 "zero",
                                                 "fsdp",
+                                                "offload",
+                                                "offload_device",
+                                                "host_link",
+                                                "gpus_per_node",
                                                 "overhead",
                                                 "gpu",
                                                 "gpu_mem"};
@@ -600,6 +625,11 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
     }
   }
   if (key == "overhead") return put(in.overhead, parse_size(text, origin), origin);
+  if (key == "offload") return put(in.offload, parse_choice(k_offloads, text, origin), origin);
+  if (key == "offload_device")
+    return put(in.offload_device, parse_choice(k_offload_devices, text, origin), origin);
+  if (key == "host_link") return put(in.host_link, parse_rate(text, origin), origin);
+  if (key == "gpus_per_node") return put(in.gpus_per_node, parse_integer(text, origin, true), origin);
   if (key == "gpu") return put(in.gpu, std::string(text), origin);
   if (key == "gpu_mem") return put(in.gpu_mem, parse_size(text, origin), origin);
   throw InputError(origin, fmt::format("unknown workload key{}", io::did_you_mean(key, workload_keys())));
@@ -617,7 +647,7 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
       "dp",           "zero",       "gpu_layers",    "ubatch",
       "max_num_seqs", "block_size", "shared_prefix", "max_num_batched_tokens",
       "tp",           "max_loras",  "max_lora_rank", "lora_extra_vocab_size",
-      "cp",           "pp",         "microbatches"};
+      "cp",           "pp",         "microbatches",  "gpus_per_node"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -816,6 +846,78 @@ void resolve_hybrid(PlanRequest& r, const WorkloadInput& in) {
                                  k, k, w.dp));
   }
   w.shard_group = k;
+}
+
+// Offload (docs/formulas.md, "Offload"): DeepSpeed's offload_optimizer and
+// offload_param with --zero, PyTorch FSDP's CPUOffload with --fsdp.
+void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  Offload& o = w.offload;
+  const bool on = in.offload && in.offload->value != OffloadKind::none;
+  auto needs = [on](const auto& given, const char* what) {
+    if (given && !on)
+      conflict(given->origin, fmt::format("{} applies with --offload optimizer or params", what));
+  };
+  needs(in.offload_device, "the offload device");
+  needs(in.host_link, "the host link's rate");
+  needs(in.gpus_per_node, "GPUs per node (for the host memory of a node)");
+  if (!in.offload) r.defaulted.emplace_back("offload");
+  if (!on) return;
+  const std::string& origin = in.offload->origin;
+  o.kind = in.offload->value;
+  o.fsdp = in.fsdp.has_value();
+  if (w.framework != Framework::hf) {
+    conflict(origin,
+             "offload is modelled for DeepSpeed (--zero) and PyTorch FSDP (--fsdp) with --framework hf; "
+             "Megatron's optimizer offload is not modelled yet");
+  }
+  if (w.lora.kind != Adapter::none || w.freeze.any()) {
+    conflict(origin, "offload with LoRA or frozen parts is not modelled yet");
+  }
+  const std::string& precision_origin = in.precision ? in.precision->origin : origin;
+  if (o.fsdp) {
+    if (o.kind != OffloadKind::params || w.zero != 3) {
+      conflict(origin,
+               "FSDP's CPUOffload moves parameters, gradients and optimizer states together, with "
+               "--fsdp full or hybrid:K: use --offload params");
+    }
+    if (w.precision != Precision::amp && w.precision != Precision::fp32) {
+      conflict(precision_origin,
+               "FSDP's CPU offload keeps the sharded parameters in fp32 on the host: use "
+               "--precision amp (fp32 parameters, 16-bit compute) or fp32");
+    }
+  } else {
+    if (w.zero == 0) {
+      conflict(origin,
+               "DeepSpeed offloads under ZeRO: add --zero 1, 2 or 3 (ZeRO-Offload on one GPU is --zero 2)");
+    }
+    if (o.kind == OffloadKind::params && w.zero != 3) {
+      conflict(origin, "parameter offload (DeepSpeed offload_param) needs ZeRO-3: --zero 3");
+    }
+    if (w.precision != Precision::mixed) {
+      conflict(precision_origin,
+               "DeepSpeed's offload keeps 16-bit parameters on the GPU and fp32 masters with "
+               "the optimizer: use --precision mixed (its default with --offload)");
+    }
+  }
+  if (in.offload_device) {
+    o.device = in.offload_device->value;
+    if (o.device == OffloadDevice::nvme && (o.fsdp || w.zero != 3)) {
+      conflict(in.offload_device->origin, "NVMe offload is DeepSpeed's ZeRO-Infinity: it needs --zero 3");
+    }
+  } else {
+    r.defaulted.emplace_back("offload_device");
+  }
+  if (in.host_link) {
+    o.link_bytes_per_s = in.host_link->value;
+  } else {
+    r.defaulted.emplace_back("host_link");
+  }
+  if (in.gpus_per_node) {
+    o.gpus_per_node = in.gpus_per_node->value;
+  } else {
+    r.defaulted.emplace_back("gpus_per_node");
+  }
 }
 
 // Megatron's pipeline parallelism: what it accepts (megatron/training/
@@ -1157,6 +1259,10 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.sp, top.sp);
   take(base.cp, top.cp);
   take(base.pp, top.pp);
+  take(base.offload, top.offload);
+  take(base.offload_device, top.offload_device);
+  take(base.host_link, top.host_link);
+  take(base.gpus_per_node, top.gpus_per_node);
   take(base.pp_schedule, top.pp_schedule);
   take(base.microbatches, top.microbatches);
   take(base.max_loras, top.max_loras);
@@ -1256,6 +1362,10 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   train_only(in.zero, "ZeRO sharding");
   train_only(in.grad_accum, "gradient accumulation");
   train_only(in.fsdp, "FSDP sharding");
+  train_only(in.offload, "offload");
+  train_only(in.offload_device, "the offload device");
+  train_only(in.host_link, "the host link's rate");
+  train_only(in.gpus_per_node, "GPUs per node");
   train_only(in.loss, "the loss implementation");
   train_only(in.freeze, "--freeze");
   if (in.quant && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
@@ -1309,8 +1419,12 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
                "fp8 training (Transformer Engine) is not modelled yet; use bf16 or fp16 here");
     }
     // Precision: explicit, else fp32 when --dtype fp32, else the framework's regime.
-    const Precision framework_default =
-        w.framework == Framework::hf ? Precision::amp : Precision::mixed_fp32_grads;
+    // DeepSpeed's offload keeps 16-bit parameters on the GPU and fp32
+    // masters with the optimizer: the mixed regime.
+    const bool deepspeed_offload = in.offload && in.offload->value != OffloadKind::none && !in.fsdp;
+    const Precision framework_default = w.framework == Framework::hf
+                                            ? (deepspeed_offload ? Precision::mixed : Precision::amp)
+                                            : Precision::mixed_fp32_grads;
     if (in.precision) {
       w.precision = in.precision->value;
       const bool fp32_regime = w.precision == Precision::fp32;
@@ -1387,6 +1501,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     }
     w.zero = in.fsdp ? in.fsdp->value : pick(in.zero, std::uint32_t{0}, "zero");
     if (in.shard_group) resolve_hybrid(r, in);
+    resolve_offload(r, in);
     w.kv_dtype = w.dtype;
     if (w.framework == Framework::megatron) {
       resolve_parallel(model, r, in);

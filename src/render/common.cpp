@@ -222,6 +222,28 @@ std::string communication_lines(const PlanResult& p) {
   return out;
 }
 
+std::string offload_lines(const PlanResult& p) {
+  if (!p.host_link) return "";
+  const PlanResult::HostLink& h = *p.host_link;
+  const Offload& o = p.request.workload.offload;
+  std::string out = fmt::format("\nhost memory per node ({} GPU{}): {} GiB", h.ranks_per_node,
+                                h.ranks_per_node == 1 ? "" : "s", format_gib(h.host_per_node));
+  if (p.budget.nvme_bytes > 0) {
+    out += fmt::format("; NVMe per node: {} GiB",
+                       format_gib(checked_mul(p.budget.nvme_bytes, h.ranks_per_node)));
+  }
+  out += fmt::format(
+      "\nhost link per step, one GPU, at {:.1f} GB/s each way: to host {} GiB ({:.2f} s), from host "
+      "{} GiB ({:.2f} s)\n",
+      static_cast<double>(o.link_bytes_per_s) / 1e9, format_gib(h.to_host), h.to_host_seconds,
+      format_gib(h.from_host), h.from_host_seconds);
+  for (const Node& n : h.traffic) {
+    out += fmt::format("  {:<62} {:>10} GiB{}\n", n.label, format_gib(n.bytes),
+                       n.count > 1 ? fmt::format("  ({} times)", n.count) : "");
+  }
+  return out;
+}
+
 std::string stage_layers_text(const PipelineStage& st) {
   auto chunk = [&st](std::uint64_t c) {
     const std::uint64_t first = st.first_layer(c);

@@ -57,6 +57,10 @@ namespace vramcalc::render_detail {
 /// each ending in a newline, preceded by a blank line; "" when none.
 [[nodiscard]] std::string communication_lines(const PlanResult& p);
 
+/// --offload: host memory per node, NVMe, and the host link's traffic and
+/// time per step; empty without offload.
+[[nodiscard]] std::string offload_lines(const PlanResult& p);
+
 /// "1f1b", "interleaved:2", "gpipe".
 [[nodiscard]] std::string schedule_text(const Parallel& p);
 /// The layers a pipeline stage's rank holds: "0-7", or per chunk "0-3, 16-19".

@@ -204,6 +204,29 @@ json plan_json(const PlanResult& p) {
   json host = json::array();
   for (const Node& n : b.host) host.push_back(node_json(n));
   j["host"] = {{"bytes", b.host_bytes}, {"breakdown", std::move(host)}};
+  if (p.host_link) {
+    const PlanResult::HostLink& h = *p.host_link;
+    const Offload& o = p.request.workload.offload;
+    json nvme = json::array();
+    for (const Node& n : b.nvme) nvme.push_back(node_json(n));
+    json traffic = json::array();
+    for (const Node& n : h.traffic) traffic.push_back(node_json(n));
+    j["offload"] = {{"kind", std::string(name_of(o.kind))},
+                    {"device", o.device == OffloadDevice::nvme ? "nvme" : "cpu"},
+                    {"framework", o.fsdp ? "fsdp" : "deepspeed"},
+                    {"ranks_per_node", h.ranks_per_node},
+                    {"host_bytes_per_node", h.host_per_node},
+                    {"nvme", {{"bytes", b.nvme_bytes}, {"breakdown", std::move(nvme)}}},
+                    {"link_bytes_per_second", o.link_bytes_per_s},
+                    {"to_host_bytes", h.to_host},
+                    {"from_host_bytes", h.from_host},
+                    {"nvme_io_bytes", h.nvme},
+                    {"to_host_seconds", h.to_host_seconds},
+                    {"from_host_seconds", h.from_host_seconds},
+                    {"traffic", std::move(traffic)}};
+  } else {
+    j["offload"] = nullptr;
+  }
   if (b.serving.present) {
     const ServingPool& s = b.serving;
     j["serving"] = {{"kv_blocks", s.kv_blocks},

@@ -69,6 +69,7 @@ std::string render_table(const PlanResult& p) {
                        i == b.peak_phase ? "  <- peak" : "");
   }
   out += pipeline_lines(p);
+  out += offload_lines(p);
   out += communication_lines(p);
   out += colocated_lines(p);
   if (p.fit) out += fmt::format("\n{}\n", verdict(p));

@@ -147,6 +147,10 @@ int main() {
                              {"pp", "4"},
                              {"pp_schedule", "interleaved:2"},
                              {"microbatches", "8"}}),
+      make(
+          "llama-3.1-70b",
+          {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"offload", "params"}, {"offload_device", "nvme"}}),
+      make("llama-3.1-8b", {{"mode", "train"}, {"fsdp", "hybrid:4"}, {"dp", "16"}, {"offload", "params"}}),
       make("llama-3.2-1b", {{"mode", "train"},
                             {"framework", "megatron"},
                             {"pp", "2"},

@@ -213,6 +213,17 @@ std::vector<Settings> grid() {
                  {"sp", "yes"},
                  {"cp", "4"},
                  {"seq", "8192"}});
+  // Offload: DeepSpeed's every kind and device, FSDP's.
+  for (const char* zero : {"1", "2", "3"}) {
+    out.push_back(
+        {{"mode", "train"}, {"zero", zero}, {"dp", "4"}, {"offload", "optimizer"}, {"grad_accum", "2"}});
+  }
+  out.push_back(
+      {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"offload", "params"}, {"checkpoint", "full"}});
+  out.push_back(
+      {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"offload", "params"}, {"offload_device", "nvme"}});
+  out.push_back({{"mode", "train"}, {"fsdp", "full"}, {"dp", "8"}, {"offload", "params"}});
+  out.push_back({{"mode", "train"}, {"fsdp", "hybrid:2"}, {"dp", "8"}, {"checkpoint", "every:2"}});
   // Pipelines: every schedule, stages that hold both, one or neither end.
   for (const char* schedule : {"1f1b", "gpipe", "interleaved:2"}) {
     out.push_back({{"mode", "train"},
