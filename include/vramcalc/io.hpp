@@ -89,6 +89,8 @@ struct WorkloadInput {
   std::optional<Given<bool>> sp;
   std::optional<Given<std::uint64_t>> cp;
   std::optional<Given<std::uint64_t>> pp;
+  std::optional<Given<std::uint64_t>> ep;
+  std::optional<Given<std::uint64_t>> capacity_ppm;  ///< --capacity-factor × 10^6
   /// --pp-schedule: the schedule and, for interleaved:V, V chunks per rank.
   std::optional<Given<std::pair<PipelineSchedule, std::uint64_t>>> pp_schedule;
   std::optional<Given<std::uint64_t>> microbatches;  ///< --microbatches: grad_accum by its pipeline name

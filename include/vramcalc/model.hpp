@@ -113,6 +113,10 @@ struct ModelSpec {
   /// layer). A whole model holds both.
   bool holds_embedding = true;
   bool holds_head = true;
+  /// Expert parallelism (a rank's share): the routed experts of every MoE
+  /// layer split over this many ranks, each holding experts / expert_ranks
+  /// of them; the router still scores all of them.
+  std::uint64_t expert_ranks = 1;
 
   bool operator==(const ModelSpec&) const = default;
 };

@@ -186,6 +186,15 @@ struct Parallel {
   /// --cp: context-parallel ranks; each holds s/cp tokens of every
   /// sequence, and the weights are replicated across them.
   std::uint64_t cp = 1;
+  /// --ep: expert-parallel ranks; each holds experts/ep of every MoE
+  /// layer's routed experts, carved out of the data-parallel ranks
+  /// (Megatron-Core: expert data parallelism is dp·cp/ep).
+  std::uint64_t ep = 1;
+  /// --capacity-factor in parts per million: the most tokens a rank's
+  /// experts take, as a multiple of the balanced T·k (Megatron's
+  /// --moe-expert-capacity-factor with padding to capacity); 0: balanced
+  /// routing, T·k.
+  std::uint64_t capacity_ppm = 0;
   /// --pp: pipeline stages; stage i holds layers i·L/pp … (i+1)·L/pp − 1,
   /// the first also the embeddings, the last the final norm and output layer.
   std::uint64_t pp = 1;

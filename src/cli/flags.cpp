@@ -93,6 +93,14 @@ constexpr FlagSpec k_flags[] = {
      "Megatron's --pipeline-model-parallel-size with --mode train --framework megatron: stage i holds layers "
      "i·L/pp … (i+1)·L/pp − 1, the first also the embeddings, the last the output layer; the plan is the "
      "worst stage's rank, with every stage in a table and the JSON's \"ranks\" (default 1)"},
+    {"ep", "--ep",
+     "Megatron's --expert-model-parallel-size for MoE models: each rank holds experts/ep of every MoE "
+     "layer's routed experts, taken from the data-parallel ranks (ep divides dp·cp); their optimizer "
+     "states shard over dp·cp/ep (default 1)"},
+    {"capacity_factor", "--capacity-factor",
+     "MoE: the most tokens a rank's experts take, as a multiple of balanced routing's tokens × top-k "
+     "(Megatron's --moe-expert-capacity-factor, padded to capacity); use it for routing imbalance "
+     "(default 1: balanced)"},
     {"pp_schedule", "--pp-schedule",
      "1f1b | interleaved:V | gpipe: how the pipeline orders its micro-batches; stage i of 1f1b keeps "
      "min(pp − i, M) micro-batches' activations, interleaved:V gives each rank V chunks of L/(pp·V) layers "
@@ -165,8 +173,10 @@ constexpr FlagSpec k_flags[] = {
      "like full within groups of K ranks and replicates the groups over dp/K"},
     {"offload", "--offload",
      "none | optimizer | params: move training state to the host. With --zero (DeepSpeed): optimizer = "
-     "ZeRO-Offload (master weights, optimizer states and fp32 gradients on the host, 16-bit parameters stay), "
-     "params = also offload_param (ZeRO-3). With --fsdp: params = FSDP's CPUOffload (every state on the host). "
+     "ZeRO-Offload (master weights, optimizer states and fp32 gradients on the host, 16-bit parameters "
+     "stay), "
+     "params = also offload_param (ZeRO-3). With --fsdp: params = FSDP's CPUOffload (every state on the "
+     "host). "
      "Reports host memory and the host link's traffic and time per step (default none)"},
     {"offload_device", "--offload-device",
      "cpu | nvme: where DeepSpeed keeps offloaded states; nvme is ZeRO-Infinity (ZeRO-3), with pinned host "

@@ -29,14 +29,103 @@ void add(Inventory& inv, std::string_view id, std::string_view label, std::uint6
   inv.add(id, label, elements, dtype, expr, source);
 }
 
+constexpr const char* k_mcore_moe =
+    "Megatron-Core transformer/moe (router.py, token_dispatcher.py alltoall, moe_utils.py permute/unpermute, "
+    "experts.py grouped GEMM)";
+constexpr const char* k_mcore_mla = "Megatron-Core transformer/multi_latent_attention.py MLASelfAttention";
+
+// Multi-head latent attention (DeepSeek-V2/V3): the low-rank paths keep
+// their norm inputs and outputs, then Q, K (d_nope + d_rope per head) and V
+// (d_v) for the fused attention, and its output for the projection. The
+// rank-r paths are not split by tensor parallelism; the heads are.
+void add_mla(Inventory& L, const ModelSpec& m, const Dims& x, DType c) {
+  const std::uint64_t qk = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
+  if (m.q_lora_rank > 0) {
+    add(L, "attn.q_down.output", "q down-projection, kept by its LayerNorm", checked_mul(x.T, m.q_lora_rank),
+        c, "s·b·r_q", k_mcore_mla);
+    add(L, "attn.q_up.input", "q up-projection input", checked_mul(x.T, m.q_lora_rank), c, "s·b·r_q",
+        k_mcore_mla);
+  }
+  add(L, "attn.kv_down.output", "compressed KV, kept by its LayerNorm", checked_mul(x.T, m.kv_lora_rank), c,
+      "s·b·r_kv", k_mcore_mla);
+  add(L, "attn.kv_up.input", "kv up-projection input", checked_mul(x.T, m.kv_lora_rank), c, "s·b·r_kv",
+      k_mcore_mla);
+  add(L, "attn.q", "Q (no-rope and rope parts), kept by the attention", checked_product(x.T, x.a, qk), c,
+      "s·b·a·(d_nope + d_rope)", k_mcore_mla);
+  add(L, "attn.k", "K (no-rope and shared rope parts), kept by the attention", checked_product(x.T, x.a, qk),
+      c, "s·b·a·(d_nope + d_rope)", k_mcore_mla);
+  add(L, "attn.v", "V, kept by the attention", checked_product(x.T, x.a, m.v_head_dim), c, "s·b·a·d_v",
+      k_mcore_mla);
+  add(L, "attn.proj.input", "output projection input", checked_product(x.T, x.a, m.v_head_dim), c,
+      "s·b·a·d_v", k_mcore_mla);
+}
+
+// A mixture-of-experts MLP (Megatron-Core, alltoall dispatcher): the
+// router's scores and routing map over all E experts, the R tokens this
+// rank's experts take (balanced: R = T·k; with a capacity factor F, E
+// experts × ⌈F·T·k/E⌉), their grouped-GEMM inputs, the expert outputs kept
+// to weight by the routing probabilities, and a shared expert on every token.
+void add_moe(ActivationProfile& p, const ModelSpec& m, const Workload& w, const Dims& x, std::uint64_t Th,
+             std::string_view sbh, DType c) {
+  Inventory& L = p.layer;
+  const std::uint64_t E = m.experts;
+  const std::uint64_t k = m.experts_per_token;
+  const std::uint64_t balanced = checked_mul(x.T, k);
+  const std::uint64_t ppm = w.parallel.capacity_ppm;
+  const std::uint64_t R =
+      ppm == 0 ? balanced : checked_mul(E, ceil_div(mul_div(balanced, ppm, 1'000'000), E));  // E × ⌈F·T·k/E⌉
+  const char* r_expr = ppm == 0 ? "R = s·b·k" : "R = E·⌈F·s·b·k/E⌉";
+  add(L, "moe.router.input", "router and shared-expert input", Th, c, sbh, k_mcore_moe);
+  add(L, "moe.router.probs", "router softmax output over all experts", checked_mul(x.T, E), c, "s·b·E",
+      k_mcore_moe);
+  add(L, "moe.routing_map", "routing map over all experts", checked_mul(x.T, E), DType::boolean, "s·b·E",
+      k_mcore_moe);
+  add(L, "moe.sort_indices", "permutation indices of the routed tokens", R, DType::int64, r_expr,
+      k_mcore_moe);
+  add(L, "moe.permuted_probs", "routing weights of the routed tokens", R, DType::fp32, r_expr, k_mcore_moe);
+  add(L, "moe.fc1.input", "routed tokens, the experts' first GEMM input", checked_mul(R, x.h), c, "R·h",
+      k_mcore_moe);
+  const std::uint64_t Ie = m.expert_intermediate;
+  add(L, "moe.act.input",
+      m.gated_mlp ? "experts' gated activation input (2I_e wide)" : "experts' activation input",
+      checked_product(m.gated_mlp ? 2 : 1, R, Ie), c, m.gated_mlp ? "2·R·I_e" : "R·I_e", k_mcore_moe);
+  add(L, "moe.fc2.input", "experts' second GEMM input", checked_mul(R, Ie), c, "R·I_e", k_mcore_moe);
+  add(L, "moe.expert_output", "expert outputs, kept to weight by the routing probabilities",
+      checked_mul(R, x.h), c, "R·h", k_mcore_moe);
+  const std::uint64_t Is = m.shared_expert_intermediate;
+  if (Is > 0) {
+    add(L, "moe.shared.act.input", "shared expert's gated activation input", checked_product(2, x.T, Is), c,
+        "2·s·b·I_s", k_mcore_moe);
+    add(L, "moe.shared.fc2.input", "shared expert's second linear input", checked_mul(x.T, Is), c, "s·b·I_s",
+        k_mcore_moe);
+  }
+  add(p.layer_backward, "layer_backward.moe_grads", "experts' intermediate gradients",
+      checked_product(m.gated_mlp ? 3 : 2, R, Ie), c, m.gated_mlp ? "3·R·I_e" : "2·R·I_e",
+      "derivation from the experts' backward (vramcalc)");
+  add(p.layer_backward, "layer_backward.moe_tokens", "gradient of the routed tokens, before the all-to-all",
+      checked_mul(R, x.h), c, "R·h", k_mcore_moe);
+}
+
 // Tree mode: the profile's assumption, in words.
-[[gnu::noinline]] void describe(ActivationProfile& p, const Workload& w) {
+[[gnu::noinline]] void describe(ActivationProfile& p, const ModelSpec& m, const Workload& w) {
   const bool dropout = w.dropout.attention > 0 || w.dropout.hidden > 0;
   const std::string attention =
       w.attention == AttentionImpl::eager ? "eager attention (a·s²·b score terms)" : "fused attention";
   p.assumptions.emplace_back("activations",
                              fmt::format("megatron profile (Korthikanti et al. 2022 Table 2), {}, dropout {}",
                                          attention, dropout ? "on (1-byte masks)" : "off"));
+  if (m.experts > 0) {
+    const std::uint64_t ppm = w.parallel.capacity_ppm;
+    p.notes.push_back(fmt::format(
+        "MoE: each MoE layer's experts on this rank process {} routed tokens (top-{} of {} experts{}){}",
+        ppm == 0 ? "R = s·b·k" : "R = E·⌈F·s·b·k/E⌉", m.experts_per_token, m.experts,
+        ppm == 0 ? std::string(", balanced routing")
+                 : fmt::format(", capacity factor F = {:g}", static_cast<double>(ppm) / 1e6),
+        m.dense_layers > 0
+            ? fmt::format("; the {} dense first layers are counted with the MoE layers' activations",
+                          m.dense_layers)
+            : ""));
+  }
 }
 
 }  // namespace
@@ -64,8 +153,13 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
   Inventory& L = p.layer;
   add(L, "attn.layernorm.input", "LayerNorm input (attention block)", Th, c, sbh);
   add(L, "attn.qkv.input", "QKV projection input", Th, c, sbh);
-  add(L, "attn.q", "Q, kept by QKᵀ", q, c, "s·b·a·d");
-  add(L, "attn.k", "K, kept by QKᵀ", kv, c, "s·b·k·d");
+  const bool mla = m.kv_lora_rank > 0;
+  if (mla) {
+    add_mla(L, m, x, c);
+  } else {
+    add(L, "attn.q", "Q, kept by QKᵀ", q, c, "s·b·a·d");
+    add(L, "attn.k", "K, kept by QKᵀ", kv, c, "s·b·k·d");
+  }
   if (w.attention == AttentionImpl::eager) {
     if (!selective) {
       add(L, "attn.softmax", "softmax output", scores, c, "a·s²·b");
@@ -80,15 +174,21 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
         checked_product(x.b, x.a, x.s), DType::fp32, "b·a·s",
         "pytorch/flash-attention kernels keep the fp32 log-sum-exp instead of the a·s²·b terms");
   }
-  add(L, "attn.v", "V, kept by attention over V", kv, c, "s·b·k·d");
-  add(L, "attn.proj.input", "output projection input", q, c, "s·b·a·d");
+  if (!mla) {
+    add(L, "attn.v", "V, kept by attention over V", kv, c, "s·b·k·d");
+    add(L, "attn.proj.input", "output projection input", q, c, "s·b·a·d");
+  }
   if (hidden_dropout) add(L, "attn.dropout_mask", "attention output dropout mask", Th, DType::boolean, sbh);
   add(L, "mlp.layernorm.input", "LayerNorm input (MLP block)", Th, c, sbh);
-  add(L, "mlp.fc1.input", "first MLP linear input", Th, c, sbh);
-  const std::uint64_t act_in = checked_product(m.gated_mlp ? 2 : 1, x.T, x.I);
-  add(L, "mlp.act.input", m.gated_mlp ? "gated activation input (2I wide)" : "GeLU input", act_in, c,
-      m.gated_mlp ? "2·s·b·I" : "s·b·I");
-  add(L, "mlp.fc2.input", "second MLP linear input", checked_mul(x.T, x.I), c, "s·b·I");
+  if (m.experts > 0) {
+    add_moe(p, m, w, x, Th, sbh, c);
+  } else {
+    add(L, "mlp.fc1.input", "first MLP linear input", Th, c, sbh);
+    const std::uint64_t act_in = checked_product(m.gated_mlp ? 2 : 1, x.T, x.I);
+    add(L, "mlp.act.input", m.gated_mlp ? "gated activation input (2I wide)" : "GeLU input", act_in, c,
+        m.gated_mlp ? "2·s·b·I" : "s·b·I");
+    add(L, "mlp.fc2.input", "second MLP linear input", checked_mul(x.T, x.I), c, "s·b·I");
+  }
   if (hidden_dropout) add(L, "mlp.dropout_mask", "MLP output dropout mask", Th, DType::boolean, sbh);
 
   // Full recompute keeps the layer input (Table 2, "full": 2sbh).
@@ -132,9 +232,11 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
     add(p.layer_backward, "pp.output_grad", "pipeline: gradient of the stage's output from the next stage",
         Th, c, sbh, "Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py (receive buffer)");
   }
-  add(p.layer_backward, "layer_backward.mlp_grads", "MLP intermediate gradients",
-      checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
-      "derivation from the MLP's backward (vramcalc)");
+  if (m.experts == 0) {
+    add(p.layer_backward, "layer_backward.mlp_grads", "MLP intermediate gradients",
+        checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
+        "derivation from the MLP's backward (vramcalc)");
+  }
 
   // Context parallelism: ring attention receives the next rank's K and V
   // chunk while it uses the current one (Transformer Engine
@@ -150,7 +252,7 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
         buffers, c, "2·2·s·b·k·d (s this rank's tokens)", te);
   }
 
-  if (detail == Detail::tree) describe(p, w);
+  if (detail == Detail::tree) describe(p, m, w);
   return p;
 }
 

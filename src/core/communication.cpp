@@ -106,6 +106,18 @@ std::vector<Node> communication_per_step(const ModelSpec& m, const Workload& w) 
                        "parallelism docs"));
   }
   const Parallel& par = w.parallel;
+  if (par.ep > 1 && m.experts > 0) {
+    // The alltoall dispatcher sends each routed token to its expert's rank
+    // and back, in forward and again in backward: 4 × R·h per MoE layer and
+    // micro-batch, (ep−1)/ep of it off the rank (R = s·b·k, balanced).
+    const std::uint64_t moe_layers = m.num_layers - std::min(m.num_layers, m.dense_layers);
+    const std::uint64_t routed = checked_product(w.batch, w.seq, m.experts_per_token);
+    const std::uint64_t tokens = bytes_for(checked_mul(routed, m.hidden_size), w.dtype);
+    out.push_back(leaf("ep.alltoall", "expert parallel: routed tokens to their experts and back",
+                       ring(tokens, par.ep, checked_mul(4, moe_layers)), micro,
+                       "4·L_moe·s·b·k·h·(ep−1)/ep per micro-batch",
+                       "Megatron-Core transformer/moe/token_dispatcher.py (MoEAlltoAllTokenDispatcher)"));
+  }
   if (par.pp > 1) {
     // Point-to-point: each micro-batch pass through a chunk sends its
     // output forward unless it ends the model, and its input's gradient

@@ -734,6 +734,32 @@ Branch vllm_lora_branch(const ModelSpec& full, const Workload& w, Detail d) {
       "under pressure, outside PyTorch's allocator");
 }
 
+// The master weights' or optimizer states' branch: sharded over the ZeRO
+// ranks, except that under expert parallelism the routed experts' states
+// shard over the expert data-parallel ranks, dp/ep (Megatron-Core's
+// distributed optimizer keeps a separate expert-data-parallel group;
+// parallel_state.py, distrib_optimizer.py).
+template <class Parts>
+Branch optimizer_shards(std::span<const ParamTensor> trained, const Workload& w, Detail d, Parts&& parts,
+                        std::string_view source) {
+  const std::uint64_t ranks = shard_factors(w).optimizer;
+  const std::uint64_t ep = w.parallel.ep;
+  if (ep == 1 || ranks == 1) return core::state_branch(parts(trained), ranks, source);
+  ParamTensorList dense;
+  ParamTensorList experts;
+  for (const ParamTensor& p : trained) (p.kind == LayerKind::expert ? experts : dense).push_back(p);
+  Branch b(d);
+  b.branch(core::state_branch(parts(dense), ranks, source), [] {
+    return NodeText{"non_expert", "non-expert parameters, sharded over the data-parallel ranks"};
+  });
+  const std::uint64_t expert_ranks = std::max<std::uint64_t>(1, ranks / ep);
+  b.branch(core::state_branch(parts(experts), expert_ranks, source), [&] {
+    return NodeText{"experts",
+                    fmt::format("routed experts, sharded over {} expert-data-parallel ranks", expert_ranks)};
+  });
+  return b;
+}
+
 // Tree mode: a component's tree moves off the GPU, to the host or NVMe.
 [[gnu::noinline]] void move_off(Budget& b, Component c, bool nvme) {
   Node n = std::move(b.breakdown[idx(c)]);
@@ -973,15 +999,19 @@ void model_states(Builder& out, const ModelSpec& full, const ModelSpec& m,
                                                           : "allocated in backward, freed by zero_grad");
   });
   out.set(Component::master_weights,
-          core::state_branch(core::master_parts(trained, w, d), sf.optimizer, k_zero_source));
+          optimizer_shards(
+              trained, w, d, [&](std::span<const ParamTensor> ts) { return core::master_parts(ts, w, d); },
+              k_zero_source));
   if (out.get(Component::master_weights) > 0) {
     out.assume(Component::master_weights, [&] {
       return fmt::format("fp32 copy of every parameter ({} regime){}", name_of(w.precision),
                          shard_text(sf.optimizer, "ZeRO shard"));
     });
   }
-  out.set(Component::optimizer_states, core::state_branch(core::optimizer_parts(trained, w, d), sf.optimizer,
-                                                          "docs/formulas.md, Optimizer states"));
+  out.set(Component::optimizer_states,
+          optimizer_shards(
+              trained, w, d, [&](std::span<const ParamTensor> ts) { return core::optimizer_parts(ts, w, d); },
+              "docs/formulas.md, Optimizer states"));
   out.assume(Component::optimizer_states,
              [&] { return optimizer_text(w) + shard_text(sf.optimizer, "ZeRO shard"); });
   if (out.tree()) paged_states(*out.b, trained, w, sf.optimizer);
@@ -1602,12 +1632,20 @@ const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec
   if (w.mode == Mode::train && w.framework == Framework::megatron) {
     storage = tensor_parallel_shard(model, w.parallel.tp, checked_mul(128, w.parallel.tp));
     const Parallel& p = w.parallel;
+    storage.expert_ranks = p.ep;  // this rank's experts/ep of each MoE layer
     if (p.pp > 1) {
       // Stage s: L/pp layers, the embeddings on the first, the final norm
       // and output layer on the last (Megatron-LM megatron/core/models/gpt/
       // gpt_model.py pre_process, post_process).
       const std::uint64_t s = p.stage.value_or(0);
       storage.num_layers = model.num_layers / p.pp;
+      // DeepSeek's dense first layers fall in the chunks that hold them.
+      const std::uint64_t chunk = storage.num_layers / p.virtual_stages;
+      storage.dense_layers = 0;
+      for (std::uint64_t c = 0; c < p.virtual_stages; ++c) {
+        const std::uint64_t first = (c * p.pp + s) * chunk;
+        if (model.dense_layers > first) storage.dense_layers += std::min(chunk, model.dense_layers - first);
+      }
       storage.holds_embedding = s == 0;
       storage.holds_head = s == p.pp - 1;
     }

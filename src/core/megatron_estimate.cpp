@@ -143,6 +143,23 @@ MegatronArgs megatron_args(const ModelSpec& m, const Workload& w) {
   // includes it.
   a.world = checked_product(checked_mul(w.dp, t), w.parallel.cp, w.parallel.pp);
   a.distributed_optimizer = w.zero >= 1;
+  // MoE (--num-experts, --moe-ffn-hidden-size, --moe-shared-expert-
+  // intermediate-size, DeepSeek's dense first layers as --moe-layer-freq's
+  // pattern), with the expert tensor parallelism equal to tp; MLA.
+  a.experts = m.experts;
+  a.moe_ffn_hidden = m.expert_intermediate;
+  a.shared_expert_ffn = m.shared_expert_intermediate;
+  if (m.experts > 0 && m.dense_layers > 0) {
+    a.moe_pattern.assign(m.num_layers, 1);
+    for (std::uint64_t i = 0; i < m.dense_layers; ++i) a.moe_pattern[i] = 0;
+  }
+  a.ep = w.parallel.ep;
+  a.etp = t;
+  a.q_lora_rank = m.q_lora_rank;
+  a.kv_lora_rank = m.kv_lora_rank;
+  a.qk_head_dim = m.qk_nope_head_dim;
+  a.qk_pos_emb_head_dim = m.qk_rope_head_dim;
+  a.v_head_dim = m.v_head_dim;
   a.sequence_parallel = w.parallel.sp;
   a.selective_recompute = w.checkpoint.kind == CheckpointKind::selective;
   return a;

@@ -135,7 +135,7 @@ void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint
   const std::uint64_t h = m.hidden_size;
   const std::uint64_t E = m.experts;
   const std::uint64_t Ie = m.expert_intermediate;
-  const std::uint64_t each = checked_mul(count, E);
+  const std::uint64_t each = checked_mul(count, E / m.expert_ranks);  // this rank's experts
   auto moe = [](ParamTensor p, LayerKind kind) {
     p.kind = kind;
     return p;
@@ -360,6 +360,7 @@ ParameterCount count_parameters(const ModelSpec& m) {
     if (p.kind == LayerKind::expert) c.active -= p.total() / m.experts * (m.experts - m.experts_per_token);
   }
   c.mtp = count_parameters(mtp_parameter_tensor_list(m), m.mtp_layers).mtp;
+  if (m.expert_ranks > 1) c.active = c.total;  // one rank's share: no per-token count
   return c;
 }
 

@@ -222,6 +222,20 @@ std::uint64_t parse_utilization(std::string_view text, const std::string& origin
   return whole;
 }
 
+// --capacity-factor: a multiple of the balanced tokens per expert, at
+// least 1 (Megatron's --moe-expert-capacity-factor), in parts per million.
+std::uint64_t parse_capacity(std::string_view text, const std::string& origin) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || !(value >= 1 && value <= 1000)) {
+    throw InputError(
+        origin,
+        fmt::format("expected a capacity factor from 1 (balanced routing) to 1000, got \"{}\"", text));
+  }
+  return static_cast<std::uint64_t>(value * 1e6 + 0.5);
+}
+
 // The K of "every:K" or the N of "chunked:N": a whole number ≥ 1 after
 // `prefix`; `form` names the shape in the error.
 std::uint64_t count_after(std::string_view text, std::string_view prefix, std::string_view form,
@@ -470,6 +484,8 @@ const std::vector<std::string>& workload_keys() {
                                                 "sp",
                                                 "cp",
                                                 "pp",
+                                                "ep",
+                                                "capacity_factor",
                                                 "pp_schedule",
                                                 "microbatches",
                                                 "max_loras",
@@ -575,6 +591,8 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
   if (key == "sp") return put(in.sp, parse_yes_no(text, origin), origin);
   if (key == "cp") return put(in.cp, parse_integer(text, origin, true), origin);
   if (key == "pp") return put(in.pp, parse_integer(text, origin, true), origin);
+  if (key == "ep") return put(in.ep, parse_integer(text, origin, true), origin);
+  if (key == "capacity_factor") return put(in.capacity_ppm, parse_capacity(text, origin), origin);
   if (key == "pp_schedule") return put(in.pp_schedule, parse_schedule(text, origin), origin);
   if (key == "microbatches") return put(in.microbatches, parse_integer(text, origin, true), origin);
   if (key == "max_loras") return put(in.max_loras, parse_integer(text, origin, true), origin);
@@ -642,12 +660,27 @@ namespace {
 WorkloadInput read_workload(const io::JsonCursor& w) {
   if (!w.is_object()) w.fail("expected a JSON object, got " + w.shown());
   WorkloadInput in;
-  const std::vector<std::string> integer_keys = {
-      "lora_rank",    "batch",      "grad_accum",    "seq",
-      "dp",           "zero",       "gpu_layers",    "ubatch",
-      "max_num_seqs", "block_size", "shared_prefix", "max_num_batched_tokens",
-      "tp",           "max_loras",  "max_lora_rank", "lora_extra_vocab_size",
-      "cp",           "pp",         "microbatches",  "gpus_per_node"};
+  const std::vector<std::string> integer_keys = {"lora_rank",
+                                                 "batch",
+                                                 "grad_accum",
+                                                 "seq",
+                                                 "dp",
+                                                 "zero",
+                                                 "gpu_layers",
+                                                 "ubatch",
+                                                 "max_num_seqs",
+                                                 "block_size",
+                                                 "shared_prefix",
+                                                 "max_num_batched_tokens",
+                                                 "tp",
+                                                 "max_loras",
+                                                 "max_lora_rank",
+                                                 "lora_extra_vocab_size",
+                                                 "cp",
+                                                 "pp",
+                                                 "microbatches",
+                                                 "gpus_per_node",
+                                                 "ep"};
   for (const std::string& key : w.keys()) {
     const io::JsonCursor value = w.at(key);
     const std::string origin = value.where();
@@ -679,6 +712,9 @@ WorkloadInput read_workload(const io::JsonCursor& w) {
     } else if ((key == "quant_lm_head" || key == "sp") && !value.json().is_string()) {
       if (!value.json().is_boolean()) value.fail("expected true or false, got " + value.shown());
       set_from_text(in, key, value.json().get<bool>() ? "yes" : "no", origin);
+    } else if (key == "capacity_factor") {
+      if (!value.json().is_number()) value.fail("expected a number from 1 to 1000, got " + value.shown());
+      set_from_text(in, key, value.json().dump(), origin);
     } else if (key == "gpu_memory_utilization") {
       if (!value.json().is_number()) value.fail("expected a number in (0, 1], got " + value.shown());
       set_from_text(in, key, value.json().dump(), origin);
@@ -827,6 +863,41 @@ void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
     conflict(origin,
              "context parallelism runs through fused attention (Transformer Engine): use --attention "
              "flash");
+  }
+}
+
+// Expert parallelism and the experts' capacity (Megatron-Core MoE): the
+// experts split evenly over ep ranks taken from the data-parallel ones
+// (megatron/core/parallel_state.py: ep divides dp·cp with tp as the expert
+// tensor parallelism).
+void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.ep = in.ep ? in.ep->value : 1;
+  p.capacity_ppm = in.capacity_ppm ? in.capacity_ppm->value : 0;
+  if (model.experts == 0) {
+    if (in.ep && p.ep > 1) conflict(in.ep->origin, fmt::format("{} has no experts to split", model.name));
+    if (in.capacity_ppm) conflict(in.capacity_ppm->origin, fmt::format("{} has no experts", model.name));
+    return;
+  }
+  if (!in.ep) r.defaulted.emplace_back("ep");
+  if (!in.capacity_ppm) r.defaulted.emplace_back("capacity_factor");
+  if (p.tp > 1 && (model.expert_intermediate % p.tp != 0 || model.shared_expert_intermediate % p.tp != 0)) {
+    conflict(in.tp->origin, fmt::format("{}: the experts' MLP columns ({}, shared {}) cannot be split over {} ranks",
+                                        model.name, model.expert_intermediate, model.shared_expert_intermediate,
+                                        p.tp));
+  }
+  if (p.ep == 1) return;
+  const std::string& origin = in.ep->origin;
+  if (model.experts % p.ep != 0) {
+    conflict(origin, fmt::format("{}'s {} experts do not split evenly over {} ranks", model.name,
+                                 model.experts, p.ep));
+  }
+  const std::uint64_t dp_cp = checked_mul(r.workload.dp, p.cp);
+  if (dp_cp % p.ep != 0) {
+    conflict(origin,
+             fmt::format("expert-parallel ranks come from the data-parallel ones: --ep {} must divide "
+                         "dp × cp = {}",
+                         p.ep, dp_cp));
   }
 }
 
@@ -1259,6 +1330,8 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.sp, top.sp);
   take(base.cp, top.cp);
   take(base.pp, top.pp);
+  take(base.ep, top.ep);
+  take(base.capacity_ppm, top.capacity_ppm);
   take(base.offload, top.offload);
   take(base.offload_device, top.offload_device);
   take(base.host_link, top.host_link);
@@ -1313,13 +1386,16 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
 
 PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   // Mixture-of-experts and latent-attention layers: their parameters are
-  // counted, their activations, working sets and caches not yet.
-  if (model.experts > 0 || model.kv_lora_rank > 0) {
+  // counted; their budgets are modelled for Megatron training so far.
+  const bool megatron_training = in.mode && in.mode->value == Mode::train && in.framework &&
+                                 in.framework->value == Framework::megatron && !in.adapter;
+  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training) {
     const ParameterCount pc = count_parameters(model);
     conflict(
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
-                    "but budgets for these layers are not modelled yet",
+                    "but budgets for these layers are modelled for Megatron training only so far "
+                    "(--mode train --framework megatron)",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),
@@ -1507,12 +1583,15 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
       resolve_parallel(model, r, in);
       resolve_context_parallel(r, in);
       resolve_pipeline(model, r, in);
-    } else if (in.sp || in.cp || in.pp || in.pp_schedule) {
-      conflict(in.sp   ? in.sp->origin
-               : in.cp ? in.cp->origin
-               : in.pp ? in.pp->origin
-                       : in.pp_schedule->origin,
-               "sequence, context and pipeline parallelism are modelled with --framework megatron");
+      resolve_experts(model, r, in);
+    } else if (in.sp || in.cp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
+      conflict(in.sp             ? in.sp->origin
+               : in.cp           ? in.cp->origin
+               : in.pp           ? in.pp->origin
+               : in.ep           ? in.ep->origin
+               : in.capacity_ppm ? in.capacity_ppm->origin
+                                 : in.pp_schedule->origin,
+               "sequence, context, pipeline and expert parallelism are modelled with --framework megatron");
     }
   } else {
     w.optimizer = Optimizer::none;

@@ -68,6 +68,9 @@ std::string parallel_text(const Parallel& p) {
   auto part = [&out](const std::string& text) { out += (out.empty() ? "" : ", ") + text; };
   if (p.tp > 1) part(fmt::format("tp {}{}", p.tp, p.sp ? " + sp" : ""));
   if (p.cp > 1) part(fmt::format("cp {}", p.cp));
+  if (p.ep > 1) part(fmt::format("ep {}", p.ep));
+  if (p.capacity_ppm > 0)
+    part(fmt::format("capacity factor {:g}", static_cast<double>(p.capacity_ppm) / 1e6));
   if (p.pp > 1) part(fmt::format("pp {} ({})", p.pp, schedule_text(p)));
   if (out.empty()) return out;
   return out +

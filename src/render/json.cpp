@@ -111,13 +111,18 @@ json workload_json(const PlanResult& p) {
     j["vllm"] = nullptr;
   }
   j["dp"] = w.dp;
-  j["parallel"] = train ? json{{"tp", w.parallel.tp},
-                               {"sp", w.parallel.sp},
-                               {"cp", w.parallel.cp},
-                               {"pp", w.parallel.pp},
-                               {"pp_schedule", render_detail::schedule_text(w.parallel)},
-                               {"stage_shown", w.parallel.stage.value_or(std::uint64_t{0})}}
-                        : json(nullptr);
+  j["parallel"] =
+      train ? json{{"tp", w.parallel.tp},
+                   {"sp", w.parallel.sp},
+                   {"cp", w.parallel.cp},
+                   {"pp", w.parallel.pp},
+                   {"ep", w.parallel.ep},
+                   {"capacity_factor", w.parallel.capacity_ppm == 0
+                                           ? json(nullptr)
+                                           : json(static_cast<double>(w.parallel.capacity_ppm) / 1e6)},
+                   {"pp_schedule", render_detail::schedule_text(w.parallel)},
+                   {"stage_shown", w.parallel.stage.value_or(std::uint64_t{0})}}
+            : json(nullptr);
   j["zero"] = train ? json(w.zero) : json(nullptr);
   j["zero_ranks"] = train ? json(zero_ranks(w)) : json(nullptr);
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];

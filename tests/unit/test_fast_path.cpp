@@ -284,12 +284,11 @@ void check_same(const Budget& b, const Totals& t) {
   CHECK(t.serving.max_concurrency == b.serving.max_concurrency);
 }
 
-}  // namespace
-
-TEST_CASE("estimate_totals gives estimate's numbers for every preset under every setting", "[fast_path]") {
-  const std::vector<Settings> settings = grid();
+// Every model under every setting the input boundary accepts: estimate()
+// and estimate_totals() agree. Returns how many pairs were compared.
+std::size_t compare_all(const std::vector<ModelSpec>& models, const std::vector<Settings>& settings) {
   std::size_t compared = 0;
-  for (const ModelSpec& m : models()) {
+  for (const ModelSpec& m : models) {
     for (const Settings& s : settings) {
       WorkloadInput in;
       std::string label = m.name;
@@ -308,8 +307,50 @@ TEST_CASE("estimate_totals gives estimate's numbers for every preset under every
       ++compared;
     }
   }
+  return compared;
+}
+
+}  // namespace
+
+TEST_CASE("estimate_totals gives estimate's numbers for every preset under every setting", "[fast_path]") {
   // Most of the grid is valid: 13 presets and 2 tiny models × ~850 settings.
-  CHECK(compared > 8000);
+  CHECK(compare_all(models(), grid()) > 8000);
+}
+
+TEST_CASE("estimate_totals gives estimate's numbers for MoE and MLA models under Megatron",
+          "[fast_path][moe]") {
+  const std::vector<Settings> settings = {
+      {{"mode", "train"}, {"framework", "megatron"}, {"seq", "1024"}},
+      {{"mode", "train"},
+       {"framework", "megatron"},
+       {"tp", "2"},
+       {"sp", "yes"},
+       {"ep", "2"},
+       {"dp", "4"},
+       {"zero", "1"},
+       {"checkpoint", "selective"},
+       {"seq", "2048"}},
+      {{"mode", "train"},
+       {"framework", "megatron"},
+       {"ep", "8"},
+       {"dp", "8"},
+       {"zero", "1"},
+       {"capacity_factor", "1.25"},
+       {"checkpoint", "full"},
+       {"seq", "4096"}},
+      {{"mode", "train"},
+       {"framework", "megatron"},
+       {"pp", "2"},
+       {"microbatches", "4"},
+       {"ep", "2"},
+       {"dp", "2"},
+       {"seq", "1024"}},
+  };
+  std::vector<ModelSpec> moe;
+  for (const char* name : {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b"}) {
+    moe.push_back(load_model(name));
+  }
+  CHECK(compare_all(moe, settings) >= 12);
 }
 
 TEST_CASE("estimate_totals sees the slack of a tiny model's small tensors", "[fast_path]") {
