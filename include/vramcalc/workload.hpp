@@ -222,6 +222,10 @@ struct Offload {
   OffloadDevice device = OffloadDevice::cpu;
   /// PyTorch FSDP's CPU offload (--fsdp) rather than DeepSpeed's (--zero).
   bool fsdp = false;
+  /// Activation offload (--offload activations): each decoder layer's saved
+  /// tensors go to pinned host memory after its forward and come back for
+  /// its backward (torchtune OffloadActivations, torch save_on_cpu).
+  bool activations = false;
   /// --host-link: bytes per second each way between a GPU and its host;
   /// default PCIe 5.0 x16, 32 GT/s × 16 lanes × 128/130 ÷ 8 (PCI-SIG).
   std::uint64_t link_bytes_per_s = 63'015'384'615;

@@ -172,7 +172,10 @@ constexpr FlagSpec k_flags[] = {
      "full | grad-op | hybrid:K: FSDP names for ZeRO stages 3 and 2; hybrid:K (HYBRID_SHARD, HSDP) shards "
      "like full within groups of K ranks and replicates the groups over dp/K"},
     {"offload", "--offload",
-     "none | optimizer | params: move training state to the host. With --zero (DeepSpeed): optimizer = "
+     "none | optimizer | params | activations, or a comma list: move training state to the host. "
+     "activations: "
+     "each decoder layer's saved tensors wait on the host between its forward and backward (torchtune "
+     "OffloadActivations); the GPU keeps two layers'. With --zero (DeepSpeed): optimizer = "
      "ZeRO-Offload (master weights, optimizer states and fp32 gradients on the host, 16-bit parameters "
      "stay), "
      "params = also offload_param (ZeRO-3). With --fsdp: params = FSDP's CPUOffload (every state on the "

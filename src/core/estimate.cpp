@@ -202,7 +202,19 @@ struct Train {
   std::uint64_t in_flight_rounding = 0;
   std::uint64_t in_flight_logits = 0;
   std::uint64_t layer_offset = 0;
+  // --offload activations: the decoder layers' saved tensors live on the
+  // host; the GPU holds at most `window` bytes of them (two layers: the
+  // one running and the one in transfer), with `window_rounding`.
+  bool offload = false;
+  std::uint64_t window = 0;
+  std::uint64_t window_rounding = 0;
 };
+
+// The decoder layers' stored activations on the GPU: all of them, or under
+// activation offload at most the window.
+std::uint64_t on_gpu(const Train& t, std::uint64_t stored) {
+  return t.offload ? std::min(stored, t.window) : stored;
+}
 
 // Layers lo … hi−1 of one kind: checkpointed ones keep `ckpt`, the others `each`.
 std::uint64_t span_bytes(const Checkpointing& c, std::uint64_t lo, std::uint64_t hi, std::uint64_t each,
@@ -415,7 +427,7 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
       produced_grads.next();
     }
     const std::uint64_t total = core::add_inline(
-        fixed, core::add_inline(stored, core::add_inline(new_grads, recomputed ? layer : 0)));
+        fixed, core::add_inline(on_gpu(t, stored), core::add_inline(new_grads, recomputed ? layer : 0)));
     if (step == 0 || total > worst_total) {
       worst_total = total;
       worst_layer = i;
@@ -428,9 +440,10 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
     b.numbered = true;
     b.layer = t.layer_offset + worst_layer;
     b.live[idx(Component::activations)] =
-        checked_add(checked_add(stored_through(t, worst_layer), t.a_model), t.in_flight_acts);
+        checked_add(checked_add(on_gpu(t, stored_through(t, worst_layer)), t.a_model), t.in_flight_acts);
     b.activation_rounding =
-        checked_add(checked_add(rounding_through(t, worst_layer), t.r_model), t.in_flight_rounding);
+        checked_add(checked_add(t.offload ? t.window_rounding : rounding_through(t, worst_layer), t.r_model),
+                    t.in_flight_rounding);
     b.live[idx(Component::logits)] = t.in_flight_logits;
     b.live[idx(Component::gradients)] = grads_live(worst_produced);
     if (checkpointed(w.checkpoint, worst_layer)) {
@@ -793,8 +806,7 @@ Branch optimizer_shards(std::span<const ParamTensor> trained, const Workload& w,
   if (o.fsdp) {
     what =
         "PyTorch FSDP CPUOffload: the fp32 parameter, gradient and optimizer shards in pinned host memory; "
-        "the "
-        "optimizer step runs on the CPU";
+        "the optimizer step runs on the CPU";
   } else {
     what = fmt::format(
         "DeepSpeed ZeRO-{} {}: master weights, optimizer states and fp32 gradients in {}{}; the "
@@ -802,6 +814,7 @@ Branch optimizer_shards(std::span<const ParamTensor> trained, const Workload& w,
         w.zero, o.device == OffloadDevice::nvme ? "Infinity" : "Offload", where,
         o.kind == OffloadKind::params ? ", the 16-bit parameter partition too" : "");
   }
+  if (o.activations) what += "; the decoder layers' saved activations between their forward and backward";
   b.assumptions.emplace_back("host", what + fmt::format(" (per rank; a node of {} GPUs holds {}×)",
                                                         o.gpus_per_node, o.gpus_per_node));
 }
@@ -1087,6 +1100,47 @@ Branch activations_branch(const Train& t, Detail d, std::uint64_t units = 1, std
   return act;
 }
 
+// --offload activations (torchtune OffloadActivations, torch
+// autograd.graph.save_on_cpu): every decoder layer's saved tensors go to
+// pinned host memory after its forward and come back before its backward;
+// the GPU keeps the embedding-level tensors and at most two layers' (the
+// one running and the one in transfer, as TransformerEngine's CPU offload
+// keeps one layer in flight each way).
+void offload_activations(Builder& out, Train& t) {
+  const Detail d = out.detail;
+  const std::uint64_t L = t.m.num_layers;
+  const std::uint64_t stored = L > 0 ? stored_through(t, L - 1) : 0;
+  const bool all_checkpointed = t.n_ckpt > 0 && checked_add(t.n_ckpt, t.graph_from) >= L;
+  const std::uint64_t largest =
+      all_checkpointed ? t.a_ckpt : std::max({t.a_full, t.a_frozen, t.a_first, t.n_ckpt > 0 ? t.a_ckpt : 0});
+  t.offload = true;
+  t.window = std::min(stored, checked_mul(std::min<std::uint64_t>(2, L), largest));
+  Branch act(d);
+  Branch embedding(d);
+  embedding.entries(t.prof.model, 1);
+  act.branch(std::move(embedding), [] { return NodeText{"embedding", "embedding-level tensors"}; });
+  act.leaf(t.window, 1, [] {
+    return LeafText{"offload_window",
+                    "decoder layers' saved tensors on the GPU: the running and the next layer",
+                    "min(all layers, 2 × the largest layer)",
+                    "torchtune training/_activation_offloading.py; TransformerEngine cpu_offload.py"};
+  });
+  t.window_rounding = act.tally().rounding - t.r_model;
+  out.set(Component::activations, std::move(act));
+  if (out.tree() && t.w.offload.kind == OffloadKind::none) {
+    out.b->assumptions.emplace_back(
+        "host", fmt::format("activation offload: every decoder layer's saved tensors in pinned host memory "
+                            "between its forward and backward (per rank; a node of {} GPUs holds {}×)",
+                            t.w.offload.gpus_per_node, t.w.offload.gpus_per_node));
+  }
+  if (out.tree()) {
+    Node host =
+        std::move(activations_branch(t, d, 1, 0)).node("activations", "activations (offloaded layers)");
+    out.b->host_bytes = checked_add(out.b->host_bytes, host.bytes);
+    out.b->host.push_back(std::move(host));
+  }
+}
+
 // The activation checkpointing policy in words.
 std::string checkpoint_text(const Train& t) {
   const Checkpointing& c = t.w.checkpoint;
@@ -1185,7 +1239,9 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
                                        checked_mul(t.others_model, t.r_model));
     t.in_flight_logits = checked_mul(t.others_head, total_bytes(t.prof.head));
   }
-  if (t.others == 0) {
+  if (w.offload.activations) {
+    offload_activations(out, t);
+  } else if (t.others == 0) {
     out.set(Component::activations, activations_branch(t, d));
   } else {
     Branch act(d);
@@ -1866,12 +1922,24 @@ PlanResult plan(PlanRequest request) {
     r.megatron = PlanResult::MegatronEstimate{megatron_weight_and_optimizer_bytes(args),
                                               megatron_activation_bytes(args)};
   }
-  if (w.mode == Mode::train && w.offload.kind != OffloadKind::none) {
+  if (w.mode == Mode::train && (w.offload.kind != OffloadKind::none || w.offload.activations)) {
     PlanResult::HostLink h;
     Workload local;
     const Workload& rank_w = rank_workload(w, local);
     ModelSpec shard;
     h.traffic = host_link_traffic(rank_model(request.model, rank_w, shard), rank_w);
+    // Offloaded activations go to the host after each layer's forward and
+    // come back for its backward, every micro-batch.
+    for (const Node& n : r.budget.host) {
+      if (n.id != "activations") continue;
+      for (const char* dir : {"d2h.activations", "h2d.activations"}) {
+        h.traffic.push_back(leaf(dir,
+                                 dir[0] == 'd' ? "decoder layers' saved tensors after their forward"
+                                               : "decoder layers' saved tensors before their backward",
+                                 n.bytes, w.grad_accum, "Σ layers' saved tensors per micro-batch",
+                                 "torchtune training/_activation_offloading.py"));
+      }
+    }
     for (const Node& n : h.traffic) {
       std::uint64_t& total = n.id.starts_with("d2h.")   ? h.to_host
                              : n.id.starts_with("h2d.") ? h.from_host

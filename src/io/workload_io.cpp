@@ -643,7 +643,30 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
     }
   }
   if (key == "overhead") return put(in.overhead, parse_size(text, origin), origin);
-  if (key == "offload") return put(in.offload, parse_choice(k_offloads, text, origin), origin);
+  if (key == "offload") {
+    // A comma list: none, or optimizer or params, and/or activations.
+    OffloadKind kind = OffloadKind::none;
+    bool activations = false;
+    std::string_view rest = text;
+    for (;;) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      const std::vector<std::string> names = {"none", "optimizer", "params", "activations"};
+      if (item == "activations") {
+        activations = true;
+      } else if (std::find(names.begin(), names.end(), item) == names.end()) {
+        throw InputError(origin, fmt::format("unknown value \"{}\"{} (choose from {}, or a comma list)", item,
+                                             io::did_you_mean(item, names), io::join(names)));
+      } else {
+        const OffloadKind k = parse_choice(k_offloads, item, origin);
+        if (k == OffloadKind::params || kind == OffloadKind::none) kind = std::max(kind, k);
+      }
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    put(in.offload_activations, activations, origin);
+    return put(in.offload, kind, origin);
+  }
   if (key == "offload_device")
     return put(in.offload_device, parse_choice(k_offload_devices, text, origin), origin);
   if (key == "host_link") return put(in.host_link, parse_rate(text, origin), origin);
@@ -882,9 +905,9 @@ void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   if (!in.ep) r.defaulted.emplace_back("ep");
   if (!in.capacity_ppm) r.defaulted.emplace_back("capacity_factor");
   if (p.tp > 1 && (model.expert_intermediate % p.tp != 0 || model.shared_expert_intermediate % p.tp != 0)) {
-    conflict(in.tp->origin, fmt::format("{}: the experts' MLP columns ({}, shared {}) cannot be split over {} ranks",
-                                        model.name, model.expert_intermediate, model.shared_expert_intermediate,
-                                        p.tp));
+    conflict(in.tp->origin,
+             fmt::format("{}: the experts' MLP columns ({}, shared {}) cannot be split over {} ranks",
+                         model.name, model.expert_intermediate, model.shared_expert_intermediate, p.tp));
   }
   if (p.ep == 1) return;
   const std::string& origin = in.ep->origin;
@@ -919,12 +942,28 @@ void resolve_hybrid(PlanRequest& r, const WorkloadInput& in) {
   w.shard_group = k;
 }
 
+// The host link's rate and the GPUs sharing a host, for any offload.
+void set_offload_link(PlanRequest& r, const WorkloadInput& in) {
+  Offload& o = r.workload.offload;
+  if (in.host_link) {
+    o.link_bytes_per_s = in.host_link->value;
+  } else {
+    r.defaulted.emplace_back("host_link");
+  }
+  if (in.gpus_per_node) {
+    o.gpus_per_node = in.gpus_per_node->value;
+  } else {
+    r.defaulted.emplace_back("gpus_per_node");
+  }
+}
+
 // Offload (docs/formulas.md, "Offload"): DeepSpeed's offload_optimizer and
 // offload_param with --zero, PyTorch FSDP's CPUOffload with --fsdp.
 void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   Offload& o = w.offload;
-  const bool on = in.offload && in.offload->value != OffloadKind::none;
+  const bool activations = in.offload_activations && in.offload_activations->value;
+  const bool on = (in.offload && in.offload->value != OffloadKind::none) || activations;
   auto needs = [on](const auto& given, const char* what) {
     if (given && !on)
       conflict(given->origin, fmt::format("{} applies with --offload optimizer or params", what));
@@ -936,6 +975,16 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
   if (!on) return;
   const std::string& origin = in.offload->origin;
   o.kind = in.offload->value;
+  o.activations = activations;
+  if (activations && w.framework != Framework::hf) {
+    conflict(origin,
+             "activation offload is modelled for --framework hf (torchtune OffloadActivations, "
+             "torch save_on_cpu); Megatron's cpu_offloading is not modelled yet");
+  }
+  if (o.kind == OffloadKind::none) {
+    set_offload_link(r, in);
+    return;
+  }
   o.fsdp = in.fsdp.has_value();
   if (w.framework != Framework::hf) {
     conflict(origin,
@@ -971,6 +1020,7 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
                "the optimizer: use --precision mixed (its default with --offload)");
     }
   }
+  set_offload_link(r, in);
   if (in.offload_device) {
     o.device = in.offload_device->value;
     if (o.device == OffloadDevice::nvme && (o.fsdp || w.zero != 3)) {
@@ -978,16 +1028,6 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
     }
   } else {
     r.defaulted.emplace_back("offload_device");
-  }
-  if (in.host_link) {
-    o.link_bytes_per_s = in.host_link->value;
-  } else {
-    r.defaulted.emplace_back("host_link");
-  }
-  if (in.gpus_per_node) {
-    o.gpus_per_node = in.gpus_per_node->value;
-  } else {
-    r.defaulted.emplace_back("gpus_per_node");
   }
 }
 
@@ -1333,6 +1373,7 @@ void overlay(WorkloadInput& base, const WorkloadInput& top) {
   take(base.ep, top.ep);
   take(base.capacity_ppm, top.capacity_ppm);
   take(base.offload, top.offload);
+  take(base.offload_activations, top.offload_activations);
   take(base.offload_device, top.offload_device);
   take(base.host_link, top.host_link);
   take(base.gpus_per_node, top.gpus_per_node);
@@ -1497,7 +1538,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     // Precision: explicit, else fp32 when --dtype fp32, else the framework's regime.
     // DeepSpeed's offload keeps 16-bit parameters on the GPU and fp32
     // masters with the optimizer: the mixed regime.
-    const bool deepspeed_offload = in.offload && in.offload->value != OffloadKind::none && !in.fsdp;
+    const bool deepspeed_offload =
+        in.offload && in.offload->value != OffloadKind::none && !in.fsdp;  // not activations alone
     const Precision framework_default = w.framework == Framework::hf
                                             ? (deepspeed_offload ? Precision::mixed : Precision::amp)
                                             : Precision::mixed_fp32_grads;

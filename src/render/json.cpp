@@ -217,6 +217,7 @@ json plan_json(const PlanResult& p) {
     json traffic = json::array();
     for (const Node& n : h.traffic) traffic.push_back(node_json(n));
     j["offload"] = {{"kind", std::string(name_of(o.kind))},
+                    {"activations", o.activations},
                     {"device", o.device == OffloadDevice::nvme ? "nvme" : "cpu"},
                     {"framework", o.fsdp ? "fsdp" : "deepspeed"},
                     {"ranks_per_node", h.ranks_per_node},

@@ -151,6 +151,7 @@ int main() {
           "llama-3.1-70b",
           {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"offload", "params"}, {"offload_device", "nvme"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"fsdp", "hybrid:4"}, {"dp", "16"}, {"offload", "params"}}),
+      make("llama-3.1-8b", {{"mode", "qlora"}, {"offload", "activations"}, {"checkpoint", "full"}}),
       make("mixtral-8x7b", {{"mode", "train"},
                             {"framework", "megatron"},
                             {"tp", "2"},

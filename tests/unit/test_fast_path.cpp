@@ -223,6 +223,10 @@ std::vector<Settings> grid() {
   out.push_back(
       {{"mode", "train"}, {"zero", "3"}, {"dp", "8"}, {"offload", "params"}, {"offload_device", "nvme"}});
   out.push_back({{"mode", "train"}, {"fsdp", "full"}, {"dp", "8"}, {"offload", "params"}});
+  out.push_back({{"mode", "train"}, {"offload", "activations"}, {"checkpoint", "every:2"}});
+  out.push_back({{"mode", "lora"}, {"offload", "activations"}});
+  out.push_back({{"mode", "train"}, {"offload", "activations"}, {"freeze", "embeddings,layers:0-1"}});
+  out.push_back({{"mode", "train"}, {"zero", "2"}, {"dp", "2"}, {"offload", "optimizer,activations"}});
   out.push_back({{"mode", "train"}, {"fsdp", "hybrid:2"}, {"dp", "8"}, {"checkpoint", "every:2"}});
   // Pipelines: every schedule, stages that hold both, one or neither end.
   for (const char* schedule : {"1f1b", "gpipe", "interleaved:2"}) {

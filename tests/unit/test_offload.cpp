@@ -134,3 +134,31 @@ TEST_CASE("offload: what the input boundary refuses", "[offload][io]") {
                       "--offload", "Megatron");
   test::check_rejects(m, {{"mode", "lora"}, {"zero", "2"}, {"offload", "optimizer"}}, "--offload", "LoRA");
 }
+
+TEST_CASE("activation offload: the layers' saved tensors wait on the host, two layers' stay", "[offload]") {
+  const ModelSpec& m = llama8b();
+  const PlanResult kept = run({{"mode", "train"}, {"checkpoint", "full"}, {"batch", "4"}});
+  const PlanResult off =
+      run({{"mode", "train"}, {"checkpoint", "full"}, {"batch", "4"}, {"offload", "activations"}});
+  // Full checkpointing keeps each layer's input, b·s·h in fp32 under amp.
+  const std::uint64_t input = 4ULL * 4096 * 4096 * 4;
+  const std::uint64_t embedding =
+      test::component(kept.budget, Component::activations) - 32 * input;  // what stays regardless
+  CHECK(test::component(off.budget, Component::activations) == embedding + 2 * input);
+  CHECK(off.budget.host_bytes == 32 * input);
+  CHECK(off.host_link->to_host == 32 * input);
+  CHECK(off.host_link->from_host == 32 * input);
+  CHECK(off.budget.peak_device < kept.budget.peak_device);
+  // It combines with the states' offload, and refuses Megatron.
+  const PlanResult both = run({{"mode", "train"},
+                               {"zero", "3"},
+                               {"dp", "8"},
+                               {"offload", "params,activations"},
+                               {"checkpoint", "full"},
+                               {"batch", "4"}});
+  CHECK(both.request.workload.offload.kind == OffloadKind::params);
+  CHECK(both.request.workload.offload.activations);
+  test::check_rejects(m, {{"mode", "train"}, {"framework", "megatron"}, {"offload", "activations"}},
+                      "--offload", "--framework hf");
+  test::check_rejects(m, {{"mode", "train"}, {"offload", "activation"}}, "--offload", "did you mean");
+}
