@@ -1429,7 +1429,46 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
   fwd.add("profile.layer_input", "the layer's input, held by the model loop", Th, c, "T·h", llama_source);
   fwd.add("profile.residual", "residual stream", Th, c, "T·h", llama_source);
   fwd.add("profile.mlp_input", "normalised MLP input", Th, c, "T·h", llama_source);
-  if (m.gated_mlp) {
+  if (m.kv_lora_rank > 0) {
+    // MLA: the prefill workspace of W latent rows, and the profile run's
+    // stand-in for a decompressed K/V chunk, W × heads × (d_nope + d_v);
+    // W = max(min(max(8·max_model_len, 4·max_num_seqs·block), 65536),
+    // max_num_seqs·block) (vllm attention/mla_attention.py).
+    constexpr std::string_view mla_source = "vllm model_executor/layers/attention/mla_attention.py";
+    const std::uint64_t seqs_blocks = checked_mul(v.max_num_seqs, v.block_size);
+    const std::uint64_t W =
+        std::max(std::min<std::uint64_t>(std::max(checked_mul(8, w.seq), checked_mul(4, seqs_blocks)), 65536),
+                 seqs_blocks);
+    fwd.add("profile.mla_workspace", "MLA prefill workspace of latent rows",
+            checked_mul(W, checked_add(m.kv_lora_rank, m.qk_rope_head_dim)), c, "W·(r_kv + d_rope)",
+            mla_source);
+    fwd.add("profile.mla_kv_chunk", "MLA's decompressed K/V stand-in in the profile run",
+            checked_product(W, m.num_attention_heads, checked_add(m.qk_nope_head_dim, m.v_head_dim)), c,
+            "W·a·(d_nope + d_v)", mla_source);
+  }
+  if (m.experts > 0) {
+    // Fused MoE (modular kernel, vLLM ≥ 0.17: no chunking): the router's
+    // logits, top-k weights, ids and index, and two workspaces of the
+    // routed T·k rows, one shared with the layer's output; the workspace
+    // manager keeps them for every layer (fused_moe/modular_kernel.py,
+    // fused_moe.py fused_topk; v1/worker/workspace.py).
+    constexpr std::string_view moe_source =
+        "vllm model_executor/layers/fused_moe (fused_topk, modular_kernel.py workspaces)";
+    const std::uint64_t Tk = checked_mul(T, m.experts_per_token);
+    const std::uint64_t N = checked_mul(2, m.expert_intermediate);  // the rank's gate_up width
+    fwd.add("profile.router_logits", "router logits", checked_mul(T, m.experts), c, "T·E", moe_source);
+    fwd.add("profile.topk_weights", "top-k routing weights", Tk, DType::fp32, "T·k", moe_source);
+    fwd.add("profile.topk_ids", "top-k expert ids and their index", checked_mul(2, Tk), DType::int32, "2·T·k",
+            moe_source);
+    fwd.add("profile.moe_workspace13", "fused-MoE workspace: gate_up output, then down output",
+            checked_mul(Tk, std::max(N, h)), c, "T·k·max(2·I_e, h)", moe_source);
+    fwd.add("profile.moe_workspace2", "fused-MoE workspace: activation output and the layer's output",
+            checked_mul(Tk, std::max(N / 2, h)), c, "T·k·max(I_e, h)", moe_source);
+    if (m.shared_expert_intermediate > 0) {
+      fwd.add("profile.shared_expert", "shared expert's gate_up and activation outputs",
+              checked_product(3, T, m.shared_expert_intermediate), c, "3·T·I_s", llama_source);
+    }
+  } else if (m.gated_mlp) {
     fwd.add("profile.gate_up", "gate_up projection output", checked_product(2, T, f), c, "2·T·I",
             llama_source);
     fwd.add("profile.act", "SiluAndMul output", checked_mul(T, f), c, "T·I", llama_source);

@@ -1,7 +1,6 @@
 // Offload: what DeepSpeed's ZeRO-Offload / ZeRO-Infinity and PyTorch FSDP's
 // CPU offload move between a GPU and its host each step (docs/formulas.md,
 // "Offload").
-#include <fmt/format.h>
 
 #include "vramcalc/formulas.hpp"
 

@@ -171,6 +171,13 @@ Linear linear_of(const ParamTensor& t) {
 // biases stay in 16-bit. The untied lm_head on request.
 bool quantized(const ParamTensor& t, const Quant& q) {
   if (!t.matrix) return false;
+  // MXFP4 checkpoints (gpt-oss) quantize the routed experts only.
+  if (q.kind == QuantKind::mxfp4) return t.kind == LayerKind::expert;
+  // MoE routers stay unquantized (vLLM builds them with quant_config=None:
+  // models/mixtral.py, qwen3_moe.py, deepseek_v2.py; gpt_oss.py).
+  if (t.kind == LayerKind::moe &&
+      (t.id.ends_with(".gate.weight") || t.id.find("router") != std::string_view::npos))
+    return false;
   if (t.scope == ParamScope::layer) return true;
   return t.scope == ParamScope::lm_head && q.quantize_lm_head;
 }
@@ -288,6 +295,17 @@ void nvfp4_parts(const PartAdder& add, Linear l) {
       [&] { return fmt::format("{}×{} / 16", l.out, l.in); });
   add(".weight_scale_2", "fp32 global scale of the weight", 1, DType::fp32, [] { return std::string("1"); });
   add(".input_scale", "fp32 global scale of the input", 1, DType::fp32, [] { return std::string("1"); });
+}
+
+// MXFP4 (OCP microscaling, gpt-oss's experts): two e2m1 values per byte
+// and one e8m0 scale byte per 32 values (openai/gpt-oss README "Precision
+// format": blocks and scales; vllm quantization/mxfp4.py).
+void mxfp4_parts(const PartAdder& add, Linear l) {
+  const std::uint64_t n = checked_mul(l.out, l.in);
+  add("_blocks", "packed fp4 (e2m1) weight, two values per byte", n / 2, DType::uint8,
+      [&] { return fmt::format("{}×{} / 2", l.out, l.in); });
+  add("_scales", "e8m0 scale per 32 values", n / 32, DType::uint8,
+      [&] { return fmt::format("{}×{} / 32", l.out, l.in); });
 }
 
 // ---- GGUF ---------------------------------------------------------------------
@@ -545,7 +563,9 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
       case QuantKind::nvfp4:
         nvfp4_parts(add, l);
         break;
-      case QuantKind::mxfp4:  // MoE experts only; the input boundary rejects dense models
+      case QuantKind::mxfp4:
+        mxfp4_parts(add, l);
+        break;
       case QuantKind::gguf:
       case QuantKind::none:
         break;

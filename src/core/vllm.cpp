@@ -7,10 +7,19 @@ namespace vramcalc {
 
 std::uint64_t vllm_rotary_cache_bytes(const ModelSpec& m, const Workload& w) {
   if (m.learned_positions) return 0;
-  return bytes_for(checked_mul(m.max_position_embeddings, m.head_dim), w.dtype);
+  // MLA ropes only its qk_rope_head_dim columns.
+  const std::uint64_t rotary = m.kv_lora_rank > 0 ? m.qk_rope_head_dim : m.head_dim;
+  return bytes_for(checked_mul(m.max_position_embeddings, rotary), w.dtype);
 }
 
 std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w) {
+  // MLA caches one latent row per token, kv_lora_rank + qk_rope_head_dim
+  // wide, whole on every tensor-parallel rank (vllm attention/mla_attention.py;
+  // v1/kv_cache_interface.py MLAAttentionSpec: one head, no separate V).
+  if (m.kv_lora_rank > 0) {
+    return bytes_for(checked_mul(w.vllm.block_size, checked_add(m.kv_lora_rank, m.qk_rope_head_dim)),
+                     w.kv_dtype);
+  }
   return bytes_for(checked_product(2, w.vllm.block_size, m.num_key_value_heads, m.head_dim), w.kv_dtype);
 }
 

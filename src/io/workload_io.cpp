@@ -766,7 +766,7 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
   Quant& q = w.quant;
   const std::string& origin = in.quant->origin;
   const std::string name = quant_text(q);
-  if (q.kind == QuantKind::mxfp4) {
+  if (q.kind == QuantKind::mxfp4 && model.experts == 0) {
     conflict(origin, fmt::format("mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert "
                                  "weights only, and {} has no experts",
                                  model.name));
@@ -1164,6 +1164,11 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
        fmt::format("{} KV heads neither divide into {} ranks nor replicate evenly over them", kv, tp));
   need(model.intermediate_size % tp == 0,
        fmt::format("an intermediate size of {} is not a multiple of {}", model.intermediate_size, tp));
+  // Every rank holds all experts, each with I_e/tp columns (vLLM's default
+  // without --enable-expert-parallel, fused_moe/layer.py).
+  need(model.expert_intermediate % tp == 0 && model.shared_expert_intermediate % tp == 0,
+       fmt::format("the experts' widths ({}, shared {}) are not multiples of {}", model.expert_intermediate,
+                   model.shared_expert_intermediate, tp));
   const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
   need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
   const Quant& q = w.quant;
@@ -1178,6 +1183,11 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
 // and what vramcalc models of it.
 void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   VllmConfig& v = r.workload.vllm;
+  if (in.max_loras && (model.experts > 0 || model.kv_lora_rank > 0)) {
+    conflict(in.max_loras->origin, fmt::format("LoRA slots for {}'s experts or latent attention are not "
+                                               "modelled yet",
+                                               model.name));
+  }
   if (!in.max_loras) {
     for (const auto* given : {&in.max_lora_rank, &in.lora_extra_vocab_size}) {
       if (*given) conflict((*given)->origin, "sizes vLLM's LoRA slots: add --max-loras N to serve adapters");
@@ -1430,13 +1440,15 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   // counted; their budgets are modelled for Megatron training so far.
   const bool megatron_training = in.mode && in.mode->value == Mode::train && in.framework &&
                                  in.framework->value == Framework::megatron && !in.adapter;
-  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training) {
+  const bool vllm_serving =
+      (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::vllm;
+  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving) {
     const ParameterCount pc = count_parameters(model);
     conflict(
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
-                    "but budgets for these layers are modelled for Megatron training only so far "
-                    "(--mode train --framework megatron)",
+                    "but budgets for these layers are modelled for Megatron training (--mode train "
+                    "--framework megatron) and vLLM serving (--engine vllm) only so far",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),

@@ -159,6 +159,8 @@ int main() {
                             {"dp", "8"},
                             {"zero", "1"},
                             {"capacity_factor", "1.5"}}),
+      make("deepseek-v3", {{"engine", "vllm"}, {"gpu", "h200"}, {"tp", "8"}, {"quant", "fp8-block"}}),
+      make("gpt-oss-120b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"quant", "mxfp4"}}),
       make("deepseek-v3",
            {{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}, {"ep", "64"}, {"dp", "64"}}),
       make("llama-3.2-1b", {{"mode", "train"},

@@ -87,7 +87,7 @@ TEST_CASE("MoE and MLA: what Megatron training accepts, and what stays refused",
                       "--ep", "8 experts do not split evenly over 3 ranks");
   test::check_rejects(mixtral, {{"mode", "train"}, {"framework", "megatron"}, {"ep", "4"}, {"dp", "2"}},
                       "--ep", "must divide dp × cp = 2");
-  test::check_rejects(mixtral, {{"mode", "train"}}, "mixtral-8x7b", "Megatron training only");
+  test::check_rejects(mixtral, {{"mode", "train"}}, "mixtral-8x7b", "vLLM serving (--engine vllm) only");
   test::check_rejects(mixtral, {{"mode", "infer"}, {"framework", "megatron"}}, "mixtral-8x7b",
                       "Megatron training");
   const ModelSpec dense = load_model("llama-3.1-8b");
@@ -106,4 +106,21 @@ TEST_CASE("MoE and MLA: what Megatron training accepts, and what stays refused",
   REQUIRE(p.megatron);
   CHECK(static_cast<double>(states(p.budget)) > p.megatron->weight_and_optimizer);
   CHECK(check_consistency(p.budget).empty());
+}
+
+TEST_CASE(
+    "vLLM's MLA cache: one latent row of kv_lora_rank + qk_rope_head_dim per token, whole on every rank",
+    "[moe][vllm]") {
+  // vllm-project/vllm PR #20665's log: DeepSeek-V2-Lite (27 layers, r_kv
+  // 512, d_rope 64) on 4 L4s, "Available KV cache memory: 12.13 GiB" and
+  // "GPU KV cache size: 807,792 tokens" on a rank holding 14 layers: 50,487
+  // blocks of 16 tokens × 14 layers × 16·576·2 bytes = 12.13 GiB.
+  ModelSpec m = load_model("deepseek-v3");
+  Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu", "h200"}, {"tp", "8"}});
+  CHECK(vllm_page_bytes(m, w) == 16 * 576 * 2);
+  CHECK(vllm_page_bytes(tensor_parallel_shard(m, 8), w) == 16 * 576 * 2);  // not split by tp
+  CHECK(50'487ULL * 14 * vllm_page_bytes(m, w) == 13'028'069'376ULL);      // 12.133 GiB
+  // The pool of a DeepSeek-V3 rank at tp 8 holds 61 layers of that page.
+  const Budget b = estimate(m, w);
+  CHECK(b.serving.block_bytes == 61 * 16 * 576 * 2);
 }
