@@ -130,6 +130,20 @@ std::string table(const std::vector<CompareColumn>& cols) {
                     : fmt::format("{} ({})", format_gib(v), delta(v, cols[0].plan.communication_bytes));
     });
   }
+  // Memory against the host link: what offload puts on a node's host and
+  // the slower direction's seconds per step over the link.
+  bool any_offload = false;
+  for (const CompareColumn& c : cols) any_offload = any_offload || c.plan.host_link.has_value();
+  if (any_offload) {
+    out += line("host/node", [&](std::size_t c) {
+      const auto& h = cols[c].plan.host_link;
+      return format_gib(h ? h->host_per_node : 0);
+    });
+    out += line("host link s", [&](std::size_t c) {
+      const auto& h = cols[c].plan.host_link;
+      return fmt::format("{:.2f}", h ? std::max(h->to_host_seconds, h->from_host_seconds) : 0.0);
+    });
+  }
   if (any_colocated(cols)) {
     // With other processes on the GPU, the verdict is on the whole GPU.
     out += line("colocated", [&](std::size_t c) { return format_gib(cols[c].plan.colocated_device); });
