@@ -19,6 +19,9 @@
 //  - 16-bit states without a master copy: Micikevicius et al. 2018, "Mixed
 //    Precision Training", §3.1: an fp32 master copy keeps updates that are
 //    too small for a 16-bit weight.
+//  - Offload: Ren et al. 2021, "ZeRO-Offload", §4: the update runs on the
+//    CPU and gradients and parameters cross PCIe each step; the bytes and
+//    seconds are host_link_traffic's at the plan's --host-link.
 #include "vramcalc/advise.hpp"
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 
 #include "vramcalc/error.hpp"
 #include "vramcalc/fit.hpp"
+#include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
 
@@ -126,6 +130,60 @@ void zero_levers(const Workload& w, std::vector<Candidate>& out,
   }
 }
 
+// DeepSpeed offload as levers of the ZeRO group (one ZeRO choice per
+// combination): ZeRO-Offload under ZeRO-2 (or the plan's ZeRO-3), and
+// ZeRO-3 with the parameters offloaded too. Both run the mixed regime.
+void offload_levers(const PlanRequest& r, std::vector<Candidate>& out,
+                    std::vector<std::pair<std::string, std::string>>& not_applicable) {
+  const Workload& w = r.workload;
+  if (w.offload.kind != OffloadKind::none) return;
+  if (std::find(r.defaulted.begin(), r.defaulted.end(), "offload") == r.defaulted.end()) {
+    not_applicable.emplace_back("offload", "ruled out with --offload none");
+    return;
+  }
+  if (w.framework != Framework::hf || w.lora.kind != Adapter::none || w.freeze.any()) {
+    not_applicable.emplace_back("offload",
+                                "modelled for full training with --framework hf (DeepSpeed, FSDP)");
+    return;
+  }
+  for (const OffloadKind kind : {OffloadKind::optimizer, OffloadKind::params}) {
+    const std::uint32_t zero = kind == OffloadKind::params ? 3U : std::max(w.zero, 2U);
+    auto apply = [kind, zero](Workload& x) {
+      x.zero = zero;
+      x.precision = Precision::mixed;
+      if (x.dtype == DType::fp32) x.dtype = DType::bf16;
+      x.offload.kind = kind;
+      x.offload.fsdp = false;
+    };
+    Workload x = w;
+    apply(x);
+    std::uint64_t to_host = 0;
+    std::uint64_t from_host = 0;
+    for (const Node& n : host_link_traffic(r.model, x)) {
+      (n.id.starts_with("d2h.") ? to_host : from_host) += n.bytes;
+    }
+    const double rate = static_cast<double>(w.offload.link_bytes_per_s);
+    const std::uint64_t node = std::min(w.offload.gpus_per_node, w.dp);
+    const std::uint64_t host = checked_mul(estimate(r.model, x).host_bytes, node);
+    std::vector<std::pair<std::string, std::string>> settings = {{"zero", std::to_string(zero)}};
+    if (w.precision != Precision::mixed) settings.emplace_back("precision", "mixed");
+    if (w.dtype == DType::fp32) settings.emplace_back("dtype", "bf16");
+    settings.emplace_back("offload", std::string(name_of(kind)));
+    add(out, "zero", fmt::format("zero={} + offload={}", zero, name_of(kind)), std::move(settings),
+        kind == OffloadKind::params
+            ? "ZeRO-3 with the optimizer's states and the 16-bit parameter shards in host memory"
+            : "master weights, optimizer states and fp32 gradients in host memory (ZeRO-Offload)",
+        fmt::format(
+            "the optimizer step runs on the CPU; {} GiB of host memory per node of {} GPU{}; per step "
+            "{} GiB to the host ({:.2f} s) and {} GiB back ({:.2f} s) at {:.1f} GB/s each way",
+            format_gib(host), node, node == 1 ? "" : "s", format_gib(to_host),
+            static_cast<double>(to_host) / rate, format_gib(from_host), static_cast<double>(from_host) / rate,
+            rate / 1e9),
+        "Ren et al. 2021, ZeRO-Offload, §4; DeepSpeed runtime/zero", kind == OffloadKind::params ? 7 : 6,
+        apply);
+  }
+}
+
 // The chunked loss applies where the input boundary accepts it
 // (check_chunked_loss in src/io/workload_io.cpp): hf, no final-logit
 // soft-capping, and at least as many positions as chunks.
@@ -218,6 +276,7 @@ std::vector<Candidate> candidates(const PlanRequest& r,
   if (w.mode == Mode::train) {
     checkpoint_levers(w, r.model.num_layers, out);
     zero_levers(w, out, na);
+    offload_levers(r, out, na);
     if (w.optimizer == Optimizer::adamw || w.optimizer == Optimizer::adam) {
       add(out, "optimizer", "optimizer=adamw-8bit", {{"optimizer", "adamw-8bit"}},
           "bitsandbytes 8-bit AdamW: block-wise quantised optimizer states",

@@ -270,7 +270,8 @@ std::uint64_t rounding_through(const Train& t, std::uint64_t i) {
 // in the reduce dtype, the gradients' here).
 void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& layer) {
   const Workload& w = t.w;
-  if (w.zero < 3 || zero_ranks(w) <= 1) return;
+  // One rank gathers nothing, unless its parameters wait on the host.
+  if (w.zero < 3 || (zero_ranks(w) <= 1 && w.offload.kind != OffloadKind::params)) return;
   const std::uint64_t root = t.params.total - t.params.layers;
   const DType wd = weight_dtype(w);
   constexpr std::string_view src =

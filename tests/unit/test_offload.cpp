@@ -4,6 +4,7 @@
 
 #include "helpers.hpp"
 #include "schema_check.hpp"
+#include "vramcalc/advise.hpp"
 #include "vramcalc/formulas.hpp"
 #include "vramcalc/render.hpp"
 
@@ -161,4 +162,30 @@ TEST_CASE("activation offload: the layers' saved tensors wait on the host, two l
   test::check_rejects(m, {{"mode", "train"}, {"framework", "megatron"}, {"offload", "activations"}},
                       "--offload", "--framework hf");
   test::check_rejects(m, {{"mode", "train"}, {"offload", "activation"}}, "--offload", "did you mean");
+}
+
+TEST_CASE("advise offers DeepSpeed offload as ZeRO levers, with their host memory and link time",
+          "[offload]") {
+  const ModelSpec& m = llama8b();
+  const Advice a =
+      advise(test::request(m, {{"mode", "train"}, {"dp", "8"}, {"gpu", "a100-40gb"}}), 42'298'834'944ULL);
+  const Lever* opt = nullptr;
+  for (const Lever& l : a.levers) {
+    if (l.name == "zero=2 + offload=optimizer") opt = &l;
+  }
+  REQUIRE(opt != nullptr);
+  CHECK(opt->group == "zero");
+  CHECK(opt->workload.offload.kind == OffloadKind::optimizer);
+  CHECK(opt->workload.precision == Precision::mixed);
+  CHECK(opt->cost.find("host memory per node of 8 GPUs") != std::string::npos);
+  // Its peak is the plan's own with those settings.
+  PlanRequest r = test::request(m, {{"mode", "train"},
+                                    {"dp", "8"},
+                                    {"zero", "2"},
+                                    {"precision", "mixed"},
+                                    {"offload", "optimizer"},
+                                    {"gpu", "a100-40gb"}});
+  CHECK(opt->peak_device == estimate_totals(m, r.workload).peak_device);
+  const Advice none = advise(test::request(m, {{"mode", "train"}, {"offload", "none"}}), 1);
+  for (const Lever& l : none.levers) CHECK(l.name.find("offload") == std::string::npos);
 }
