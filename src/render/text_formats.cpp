@@ -25,6 +25,13 @@ std::string render_markdown(const PlanResult& p) {
   out += fmt::format("- peak reserved: {} GiB\n", format_gib(b.peak_reserved));
   out += fmt::format("- peak device: {} GiB\n", format_gib(b.peak_device));
   if (b.host_bytes > 0) out += fmt::format("- host memory: {} GiB\n", format_gib(b.host_bytes));
+  if (p.host_link) {
+    out += fmt::format(
+        "- host memory per node ({} GPUs): {} GiB; host link per step: {} GiB to the host ({:.2f} s), "
+        "{} GiB back ({:.2f} s)\n",
+        p.host_link->ranks_per_node, format_gib(p.host_link->host_per_node), format_gib(p.host_link->to_host),
+        p.host_link->to_host_seconds, format_gib(p.host_link->from_host), p.host_link->from_host_seconds);
+  }
   if (b.serving.present) {
     const ServingPool& s = b.serving;
     out += fmt::format("- vLLM KV pool: {} blocks = {} tokens; max concurrency {:.2f}x at {} tokens\n",
@@ -63,6 +70,11 @@ std::string render_csv(const PlanResult& p) {
   }
   for (const Budget& r : p.ranks) {
     out += fmt::format("stage_{}_peak_device,{},\n", r.pipeline.stage, r.peak_device);
+  }
+  if (p.host_link) {
+    out +=
+        fmt::format("host,{},\nhost_per_node,{},\nhost_link_to_host,{},\nhost_link_from_host,{},\n",
+                    b.host_bytes, p.host_link->host_per_node, p.host_link->to_host, p.host_link->from_host);
   }
   if (!p.colocated.empty()) {
     out += fmt::format("colocated_device,{},\ngpu_total,{},\n", p.colocated_device, p.gpu_total);
