@@ -818,6 +818,19 @@ Branch optimizer_shards(std::span<const ParamTensor> trained, const Workload& w,
   if (o.activations) what += "; the decoder layers' saved activations between their forward and backward";
   b.assumptions.emplace_back("host", what + fmt::format(" (per rank; a node of {} GPUs holds {}×)",
                                                         o.gpus_per_node, o.gpus_per_node));
+  // The states' own assumptions say where they went.
+  for (auto& [component, why] : b.assumptions) {
+    const bool moved = component == name_of(Component::master_weights) ||
+                       component == name_of(Component::optimizer_states) ||
+                       (o.fsdp && component == name_of(Component::weights)) ||
+                       (o.kind == OffloadKind::params && component == name_of(Component::weights));
+    if (moved) why += "; offloaded: on the host";
+    if (component == name_of(Component::gradients)) {
+      why = o.fsdp ? "fp32 gradient shards on the host after each reduce-scatter; offloaded"
+                   : "on the GPU only DeepSpeed's IPG reduce bucket (reduce_bucket_size 5e8 16-bit "
+                     "elements); the fp32 gradient partition is on the host";
+    }
+  }
 }
 
 // --offload (docs/formulas.md, "Offload"). DeepSpeed (--zero): the master
