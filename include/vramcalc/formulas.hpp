@@ -56,6 +56,12 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 /// k_deepspeed_persistence_threshold each: norms, biases).
 [[nodiscard]] std::uint64_t deepspeed_persistent_elements(std::span<const ParamTensor> tensors);
 
+/// Whether `w`'s optimizer can run the offloaded update on the CPU:
+/// DeepSpeed's CPU optimizers (DeepSpeedCPUAdam, DeepSpeedCPULion; deepspeed/
+/// ops/adam, ops/lion) for --zero, any torch optimizer but bitsandbytes'
+/// CUDA ones for FSDP. True without offload of states.
+[[nodiscard]] bool offload_optimizer_runs_on_cpu(const Workload& w);
+
 /// Bytes one GPU moves over its host link per optimizer step under
 /// --offload, one leaf per transfer, ids prefixed d2h., h2d. or nvme.
 /// (docs/formulas.md, "Offload"): DeepSpeed ZeRO-1/2 sends fp32 gradients

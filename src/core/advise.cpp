@@ -146,6 +146,10 @@ void offload_levers(const PlanRequest& r, std::vector<Candidate>& out,
                                 "modelled for full training with --framework hf (DeepSpeed, FSDP)");
     return;
   }
+  if (w.optimizer != Optimizer::adamw && w.optimizer != Optimizer::adam && w.optimizer != Optimizer::lion) {
+    not_applicable.emplace_back("offload", "DeepSpeed's CPU optimizers are Adam(W) and Lion");
+    return;
+  }
   for (const OffloadKind kind : {OffloadKind::optimizer, OffloadKind::params}) {
     const std::uint32_t zero = kind == OffloadKind::params ? 3U : std::max(w.zero, 2U);
     auto apply = [kind, zero](Workload& x) {
@@ -421,6 +425,8 @@ Advice advise(const PlanRequest& r, std::uint64_t limit) {
         cands[i].apply(w);
         rank += cands[i].lever.cost_rank;
       }
+      // Levers that cannot run together (offload with an 8-bit optimizer).
+      if (!offload_optimizer_runs_on_cpu(w)) return;
       const std::uint64_t peak = peak_of(m, w, out.evaluations);
       if (peak > limit) return;
       if (best && (rank > best_rank || (rank == best_rank && peak >= best->peak_device))) return;
@@ -458,7 +464,10 @@ Advice advise(const PlanRequest& r, std::uint64_t limit) {
       for (std::size_t i : opts) {
         if (out.levers[i].bytes_saved > out.levers[strongest].bytes_saved) strongest = i;
       }
-      cands[strongest].apply(w);
+      Workload with = w;
+      cands[strongest].apply(with);
+      if (!offload_optimizer_runs_on_cpu(with)) continue;  // cannot join the levers already taken
+      w = with;
       c.levers.push_back(cands[strongest].lever.name);
       for (const auto& s : cands[strongest].lever.settings) c.settings.push_back(s);
     }

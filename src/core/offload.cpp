@@ -14,6 +14,13 @@ std::uint64_t deepspeed_persistent_elements(std::span<const ParamTensor> tensors
   return n;
 }
 
+bool offload_optimizer_runs_on_cpu(const Workload& w) {
+  if (w.offload.kind == OffloadKind::none) return true;
+  const Optimizer o = w.optimizer;
+  if (!w.offload.fsdp) return o == Optimizer::adamw || o == Optimizer::adam || o == Optimizer::lion;
+  return o != Optimizer::adamw_8bit && o != Optimizer::paged_adamw && o != Optimizer::paged_adamw_8bit;
+}
+
 std::vector<Node> host_link_traffic(const ModelSpec& m, const Workload& w) {
   std::vector<Node> out;
   const Offload& o = w.offload;

@@ -1001,6 +1001,13 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
                "FSDP's CPUOffload moves parameters, gradients and optimizer states together, with "
                "--fsdp full or hybrid:K: use --offload params");
     }
+    if (!offload_optimizer_runs_on_cpu(w)) {
+      conflict(
+          in.optimizer ? in.optimizer->origin : origin,
+          fmt::format("FSDP's CPU offload steps a torch optimizer on the CPU; {} runs bitsandbytes' CUDA "
+                      "kernels: use --optimizer adamw, adam, sgd, sgd-momentum, lion or adafactor",
+                      name_of(w.optimizer)));
+    }
     if (w.precision != Precision::amp && w.precision != Precision::fp32) {
       conflict(precision_origin,
                "FSDP's CPU offload keeps the sharded parameters in fp32 on the host: use "
@@ -1010,6 +1017,12 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
     if (w.zero == 0) {
       conflict(origin,
                "DeepSpeed offloads under ZeRO: add --zero 1, 2 or 3 (ZeRO-Offload on one GPU is --zero 2)");
+    }
+    if (!offload_optimizer_runs_on_cpu(w)) {
+      conflict(in.optimizer ? in.optimizer->origin : origin,
+               fmt::format("DeepSpeed's offload runs the update with its CPU optimizers (DeepSpeedCPUAdam, "
+                           "DeepSpeedCPULion): use --optimizer adamw, adam or lion, not {}",
+                           name_of(w.optimizer)));
     }
     if (o.kind == OffloadKind::params && w.zero != 3) {
       conflict(origin, "parameter offload (DeepSpeed offload_param) needs ZeRO-3: --zero 3");

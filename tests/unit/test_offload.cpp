@@ -134,6 +134,13 @@ TEST_CASE("offload: what the input boundary refuses", "[offload][io]") {
                       {{"mode", "train"}, {"framework", "megatron"}, {"zero", "1"}, {"offload", "optimizer"}},
                       "--offload", "Megatron");
   test::check_rejects(m, {{"mode", "lora"}, {"zero", "2"}, {"offload", "optimizer"}}, "--offload", "LoRA");
+  test::check_rejects(
+      m, {{"mode", "train"}, {"zero", "2"}, {"optimizer", "adamw-8bit"}, {"offload", "optimizer"}},
+      "--optimizer", "DeepSpeedCPUAdam");
+  test::check_rejects(
+      m,
+      {{"mode", "train"}, {"fsdp", "full"}, {"dp", "2"}, {"optimizer", "paged-adamw"}, {"offload", "params"}},
+      "--optimizer", "bitsandbytes");
 }
 
 TEST_CASE("activation offload: the layers' saved tensors wait on the host, two layers' stay", "[offload]") {
