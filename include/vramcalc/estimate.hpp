@@ -9,9 +9,9 @@
 
 #include "vramcalc/budget.hpp"
 #include "vramcalc/hardware.hpp"
-#include "vramcalc/io.hpp"
 #include "vramcalc/model.hpp"
 #include "vramcalc/parameters.hpp"
+#include "vramcalc/request.hpp"
 #include "vramcalc/workload.hpp"
 
 namespace vramcalc {

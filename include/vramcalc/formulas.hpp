@@ -254,7 +254,7 @@ struct VllmLoraSlots {
   /// grown by E·L and E rows (llama.py LlamaModel/LlamaForCausalLM).
   std::uint64_t extra_vocab = 0;
 };
-/// `m` is the whole model; the split follows w.vllm.tp.
+/// `m` is the whole model; the split follows w.engine_config.vllm.tp.
 [[nodiscard]] VllmLoraSlots vllm_lora_slots(const ModelSpec& m, const Workload& w);
 
 /// Whether vLLM gives a model's embed_tokens and lm_head LoRA slots

@@ -11,6 +11,7 @@
 
 #include "vramcalc/hardware.hpp"
 #include "vramcalc/model.hpp"
+#include "vramcalc/request.hpp"
 #include "vramcalc/workload.hpp"
 
 namespace vramcalc {
@@ -130,20 +131,6 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
 
 /// The keys a "workload" object accepts, in documentation order.
 [[nodiscard]] const std::vector<std::string>& workload_keys();
-
-/// A fully resolved request: model, workload with defaults, optional GPU.
-struct PlanRequest {
-  ModelSpec model;
-  Workload workload;
-  std::vector<std::string> defaulted;  ///< workload keys that took their default
-  std::optional<Gpu> gpu;
-  /// Other processes sharing the GPU (--colocate), each resolved from its
-  /// own plan with this request's GPU; never nested.
-  std::vector<PlanRequest> colocated;
-  /// Where the request came from: the MODEL argument, or for a colocated
-  /// one its flag or key and entry ("--colocate guard.json").
-  std::string origin;
-};
 
 /// Applies defaults and checks every rule across settings and the model.
 [[nodiscard]] PlanRequest resolve(ModelSpec model, const WorkloadInput& in);

@@ -94,6 +94,30 @@ struct VllmConfig {
   std::uint64_t lora_extra_vocab = 0;
 };
 
+/// transformers generate's own settings (--engine hf).
+struct HfGenerateConfig {
+  CacheImpl cache = CacheImpl::dynamic;  ///< the KV cache class
+};
+
+/// llama.cpp's own settings (--engine llamacpp).
+struct LlamaCppConfig {
+  /// --n-gpu-layers: slots offloaded, the output layer first, then blocks
+  /// from the last; num_layers + 1 offloads everything.
+  std::uint64_t gpu_layers = 0;
+  /// --ubatch-size: tokens per compute graph, which sizes its compute
+  /// buffer (default 512).
+  std::uint64_t ubatch = 0;
+};
+
+/// Each serving engine's own settings, one member per engine: the input
+/// boundary fills the chosen engine's, and only that engine's module reads
+/// them (src/core/engines/).
+struct EngineConfig {
+  HfGenerateConfig hf;
+  LlamaCppConfig llamacpp;
+  VllmConfig vllm;
+};
+
 enum class AttentionImpl : std::uint8_t {
   flash,  ///< fused kernel: saves the output and per-row softmax statistics
   eager,  ///< materialises the b·a·s² score and probability matrices
@@ -240,24 +264,18 @@ struct Workload {
   /// --microbatches for a pipeline). Above 1, gradients stay allocated from
   /// the first backward through the next forward passes.
   std::uint64_t grad_accum = 1;
-  std::uint64_t seq = 0;                 ///< sequence length (train) or context length (infer)
-  DType dtype = DType::bf16;             ///< weights (infer) or compute dtype (train)
-  DType kv_dtype = DType::bf16;          ///< KV cache elements
-  Quant quant;                           ///< serving: how the checkpoint stores its weights
-  Engine engine = Engine::hf;            ///< serving
-  CacheImpl cache = CacheImpl::dynamic;  ///< hf engine's KV cache
+  std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
+  DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
+  DType kv_dtype = DType::bf16;  ///< KV cache elements
+  Quant quant;                   ///< serving: how the checkpoint stores its weights
+  Engine engine = Engine::hf;    ///< serving
   /// Speculative decoding (hf assisted generation): the draft model, held
   /// beside the target with its own cache. Its source stays empty.
   std::optional<ModelSpec> draft;
   /// llama.cpp's quantized KV cache types (q8_0, q4_0, ...); kv_dtype otherwise.
   std::optional<GgufType> kv_block;
-  /// llama.cpp's --n-gpu-layers: slots offloaded, the output layer first,
-  /// then blocks from the last; num_layers + 1 offloads everything.
-  std::uint64_t gpu_layers = 0;
-  /// llama.cpp's --ubatch-size: tokens per compute graph, which sizes its
-  /// compute buffer (default 512).
-  std::uint64_t ubatch = 0;
-  VllmConfig vllm;    ///< --engine vllm only
+  /// The serving engine's own settings; only those of `engine` are read.
+  EngineConfig engine_config;
   Parallel parallel;  ///< training only
   Precision precision = Precision::amp;
   Optimizer optimizer = Optimizer::adamw;

@@ -527,7 +527,8 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   // the longer tensor is written, the previous one (context − 1 positions)
   // is still alive, first for K, then for V (transformers cache_utils.py
   // DynamicLayer.update).
-  if (w.cache == CacheImpl::dynamic && w.engine == Engine::hf && tokens == 1 && context > 1) {
+  if (w.engine_config.hf.cache == CacheImpl::dynamic && w.engine == Engine::hf && tokens == 1 &&
+      context > 1) {
     const std::uint64_t grown = m.sliding_window_layers == m.num_layers && m.sliding_window > 0
                                     ? std::min(context - 1, m.sliding_window)
                                     : context - 1;
@@ -587,7 +588,7 @@ Branch overhead_branch(const Workload& w, Detail detail) {
     });
   }
   if (w.engine == Engine::vllm && w.mode == Mode::infer) {
-    out.leaf(w.vllm.non_torch, 1, [] {
+    out.leaf(w.engine_config.vllm.non_torch, 1, [] {
       return LeafText{"non_torch",
                       "memory outside PyTorch that vLLM's profiling charges (non-torch increase)",
                       "--non-torch-memory", "vllm utils/mem_utils.py memory_profiling; docs/formulas.md"};
@@ -955,10 +956,11 @@ void model_states(Builder& out, const ModelSpec& full, const ModelSpec& m,
                      return NodeText{"draft", fmt::format("draft model ({})", w.draft->name)};
                    });
   }
-  if (w.mode == Mode::infer && w.engine == Engine::vllm && w.vllm.max_loras > 0) {
+  if (w.mode == Mode::infer && w.engine == Engine::vllm && w.engine_config.vllm.max_loras > 0) {
     weights.branch(vllm_lora_branch(full, w, d), [&] {
-      return NodeText{"lora_slots", fmt::format("LoRA slots for {} adapters of rank ≤ {}", w.vllm.max_loras,
-                                                w.vllm.max_lora_rank)};
+      return NodeText{"lora_slots",
+                      fmt::format("LoRA slots for {} adapters of rank ≤ {}", w.engine_config.vllm.max_loras,
+                                  w.engine_config.vllm.max_lora_rank)};
     });
   }
   if (w.lora.kind != Adapter::none) {
@@ -1293,7 +1295,7 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
 // its rope) can be larger. Fitted to seven published logs of 2024-2025
 // builds to the MiB (docs/formulas.md, "Inference engines").
 Inventory llamacpp_compute_buffer(const ModelSpec& m, const Workload& w, std::uint64_t cells, Detail d) {
-  const std::uint64_t nub = std::min(w.ubatch, cells);
+  const std::uint64_t nub = std::min(w.engine_config.llamacpp.ubatch, cells);
   const std::uint64_t E = m.hidden_size;
   constexpr std::string_view graph_src = "llama.cpp src/llama-graph.cpp; src/llama-context.cpp sched_reserve";
   Inventory logits(d);
@@ -1366,7 +1368,7 @@ Moments llamacpp(Builder& out, const ModelSpec& m, const Workload& w) {
   out.assume(Component::transient, [&] {
     return all_on_gpu
                ? fmt::format("llama.cpp's compute buffer: a graph of {} tokens against {} cells, {}",
-                             std::min(w.ubatch, context_cells), context_cells,
+                             std::min(w.engine_config.llamacpp.ubatch, context_cells), context_cells,
                              w.attention == AttentionImpl::flash ? "flash attention" : "no flash attention")
                : std::string("llama.cpp's compute buffer under a partial offload is not modelled yet");
   });
@@ -1425,7 +1427,7 @@ constexpr std::string_view k_vllm_runner_source =
 // sequence, where a top-k/top-p sort over the vocabulary dominates.
 Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::uint64_t vocab,
                                    Detail detail) {
-  const VllmConfig& v = w.vllm;
+  const VllmConfig& v = w.engine_config.vllm;
   const DType c = w.dtype;
   const std::uint64_t T = v.max_num_batched_tokens;
   const std::uint64_t S = std::min(v.max_num_seqs, T);
@@ -1551,10 +1553,10 @@ Moments vllm(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t 
                   "KV block pool: {} tensors, each shared by one layer of each of {} groups ({} full, "
                   "{} sliding-window), {} blocks of {} tokens",
                   groups.size, groups.full + groups.sliding, groups.full, groups.sliding,
-                  format_thousands(pool.kv_blocks), w.vllm.block_size)
+                  format_thousands(pool.kv_blocks), w.engine_config.vllm.block_size)
             : fmt::format("KV block pool: {} blocks of {} tokens per layer, blocks = ⌊⌊available / page⌋ / "
                           "layers⌋",
-                          format_thousands(pool.kv_blocks), w.vllm.block_size),
+                          format_thousands(pool.kv_blocks), w.engine_config.vllm.block_size),
         fmt::format("blocks·2·block·k·d × {} B ({})", bits_of(w.kv_dtype) / 8, name_of(w.kv_dtype)),
         "vllm v1/core/kv_cache_utils.py get_kv_cache_groups, get_num_blocks; v1/kv_cache_interface.py "
         "page_size_bytes"};
@@ -1564,14 +1566,17 @@ Moments vllm(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t 
     return fmt::format(
         "vLLM pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and "
         "non-torch memory; {} blocks = {} tokens in {}",
-        format_bytes(w.vllm.gpu_total), static_cast<double>(w.vllm.utilization_ppm) / 1e6,
-        format_bytes(pool.requested), format_bytes(pool.available), format_thousands(pool.kv_blocks),
-        format_thousands(pool.kv_tokens), name_of(w.kv_dtype));
+        format_bytes(w.engine_config.vllm.gpu_total),
+        static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6, format_bytes(pool.requested),
+        format_bytes(pool.available), format_thousands(pool.kv_blocks), format_thousands(pool.kv_tokens),
+        name_of(w.kv_dtype));
   });
   out.assume(Component::transient, [&] {
-    return fmt::format("vLLM's profiling run: {} tokens, {} sequences, {} sampler",
-                       w.vllm.max_num_batched_tokens,
-                       std::min(w.vllm.max_num_seqs, w.vllm.max_num_batched_tokens), name_of(w.vllm.sampler));
+    return fmt::format(
+        "vLLM's profiling run: {} tokens, {} sequences, {} sampler",
+        w.engine_config.vllm.max_num_batched_tokens,
+        std::min(w.engine_config.vllm.max_num_seqs, w.engine_config.vllm.max_num_batched_tokens),
+        name_of(w.engine_config.vllm.sampler));
   });
   if (out.tree()) {
     out.b->notes.emplace_back(
@@ -1640,8 +1645,9 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
         "{} of {} tokens × {} sequences in {}{}",
-        w.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context" : "StaticCache", w.seq,
-        w.batch, name_of(w.kv_dtype),
+        w.engine_config.hf.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context"
+                                                       : "StaticCache",
+        w.seq, w.batch, name_of(w.kv_dtype),
         m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
                                                   m.sliding_window_layers, m.sliding_window)
                                     : "");
@@ -1760,8 +1766,8 @@ const ModelSpec& rank_model(const ModelSpec& model, const Workload& w, ModelSpec
     }
     return storage;
   }
-  if (w.mode != Mode::infer || w.engine != Engine::vllm || w.vllm.tp == 1) return model;
-  storage = tensor_parallel_shard(model, w.vllm.tp);
+  if (w.mode != Mode::infer || w.engine != Engine::vllm || w.engine_config.vllm.tp == 1) return model;
+  storage = tensor_parallel_shard(model, w.engine_config.vllm.tp);
   return storage;
 }
 

@@ -45,11 +45,12 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
   if (name == "positions") return x.m.max_position_embeddings;
-  if (name == "ubatch" && x.w.engine == Engine::llamacpp && x.w.mode == Mode::infer) return x.w.ubatch;
+  if (name == "ubatch" && x.w.engine == Engine::llamacpp && x.w.mode == Mode::infer)
+    return x.w.engine_config.llamacpp.ubatch;
   if (name == "tp" && x.w.mode == Mode::train) return x.w.parallel.tp;
   if (name == "rank" && x.w.lora.kind != Adapter::none) return x.w.lora.rank;
   if (x.w.engine == Engine::vllm && x.w.mode == Mode::infer) {
-    const VllmConfig& v = x.w.vllm;
+    const VllmConfig& v = x.w.engine_config.vllm;
     if (name == "T") return v.max_num_batched_tokens;
     if (name == "S") return std::min(v.max_num_seqs, v.max_num_batched_tokens);
     if (name == "Vpad") return ceil_div(x.vocab, 64) * 64;

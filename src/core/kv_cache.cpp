@@ -21,7 +21,8 @@ LlamaCppKv llamacpp_kv(const ModelSpec& m, const Workload& w) {
     return kv;
   }
   constexpr std::uint64_t pad = 256;
-  kv.swa_cells = std::min(kv.cells, ceil_div(checked_add(m.sliding_window, w.ubatch), pad) * pad);
+  kv.swa_cells =
+      std::min(kv.cells, ceil_div(checked_add(m.sliding_window, w.engine_config.llamacpp.ubatch), pad) * pad);
   // Even layers slide: ⌈n/2⌉ of layers 0 … n−1.
   kv.host_swa = (first + 1) / 2;
   kv.host_full = first - kv.host_swa;

@@ -593,7 +593,7 @@ StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSp
 
 LlamaCppPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
   if (w.engine != Engine::llamacpp) return {0, true};
-  const std::uint64_t slots = std::min(w.gpu_layers, m.num_layers + 1);
+  const std::uint64_t slots = std::min(w.engine_config.llamacpp.gpu_layers, m.num_layers + 1);
   return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1};
 }
 

@@ -17,10 +17,12 @@ std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w) {
   // wide, whole on every tensor-parallel rank (vllm attention/mla_attention.py;
   // v1/kv_cache_interface.py MLAAttentionSpec: one head, no separate V).
   if (m.kv_lora_rank > 0) {
-    return bytes_for(checked_mul(w.vllm.block_size, checked_add(m.kv_lora_rank, m.qk_rope_head_dim)),
-                     w.kv_dtype);
+    return bytes_for(
+        checked_mul(w.engine_config.vllm.block_size, checked_add(m.kv_lora_rank, m.qk_rope_head_dim)),
+        w.kv_dtype);
   }
-  return bytes_for(checked_product(2, w.vllm.block_size, m.num_key_value_heads, m.head_dim), w.kv_dtype);
+  return bytes_for(checked_product(2, w.engine_config.vllm.block_size, m.num_key_value_heads, m.head_dim),
+                   w.kv_dtype);
 }
 
 ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint64_t vocab_pad) {
@@ -81,7 +83,7 @@ bool vllm_lora_embeddings(const ModelSpec& m) {
 
 VllmLoraSlots vllm_lora_slots(const ModelSpec& m, const Workload& w) {
   VllmLoraSlots s;
-  const VllmConfig& v = w.vllm;
+  const VllmConfig& v = w.engine_config.vllm;
   if (v.max_loras == 0) return s;
   // vLLM's lora_dtype "auto" is the model config's dtype: the activations'
   // 16-bit type under fp8 weights.
@@ -141,11 +143,11 @@ namespace {
 // step's worth of new tokens and one block for the window's unaligned start
 // (SlidingWindowSpec); summed over the groups (get_max_concurrency_for_kv_cache_config).
 std::uint64_t blocks_per_request(const ModelSpec& m, const Workload& w, const VllmKvGroups& g) {
-  const std::uint64_t bs = w.vllm.block_size;
+  const std::uint64_t bs = w.engine_config.vllm.block_size;
   const std::uint64_t full = ceil_div(w.seq, bs);
   if (g.sliding == 0) return checked_mul(g.full, full);
   const std::uint64_t tokens =
-      std::min(checked_add(m.sliding_window - 1, w.vllm.max_num_batched_tokens), w.seq);
+      std::min(checked_add(m.sliding_window - 1, w.engine_config.vllm.max_num_batched_tokens), w.seq);
   return checked_add(checked_mul(g.full, full), checked_mul(g.sliding, ceil_div(tokens, bs) + 1));
 }
 
@@ -157,8 +159,8 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   p.present = true;
   // total × utilization with the utilization in parts per million; the
   // product fits 64 bits for any GPU under 16 TiB.
-  p.requested = checked_mul(w.vllm.gpu_total, w.vllm.utilization_ppm) / 1'000'000;
-  p.non_kv = checked_add(checked_add(weights, activation_peak), w.vllm.non_torch);
+  p.requested = checked_mul(w.engine_config.vllm.gpu_total, w.engine_config.vllm.utilization_ppm) / 1'000'000;
+  p.non_kv = checked_add(checked_add(weights, activation_peak), w.engine_config.vllm.non_torch);
   p.available = p.requested > p.non_kv ? p.requested - p.non_kv : 0;
   // A block id spans one page in each of group_size tensors; every group
   // draws from the same pool (get_kv_cache_config_from_groups), and a
@@ -167,7 +169,7 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   const VllmKvGroups g = vllm_kv_groups(m);
   p.block_bytes = checked_mul(page, g.size);
   p.kv_blocks = p.available / page / g.size;
-  p.kv_tokens = checked_mul(p.kv_blocks / (g.full + g.sliding), w.vllm.block_size);
+  p.kv_tokens = checked_mul(p.kv_blocks / (g.full + g.sliding), w.engine_config.vllm.block_size);
   p.blocks_per_request = blocks_per_request(m, w, g);
   p.kv_tokens_exact = g.sliding == 0;
   p.kv_groups = g.full + g.sliding;
@@ -175,7 +177,7 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   // Prefix caching: every request's full blocks of the shared prompt are
   // the same cached blocks (v1/core/kv_cache_manager.py; block hashes per
   // full block), so only the rest is per request.
-  p.shared_blocks = w.vllm.shared_prefix / w.vllm.block_size;
+  p.shared_blocks = w.engine_config.vllm.shared_prefix / w.engine_config.vllm.block_size;
   const std::uint64_t own = p.blocks_per_request - p.shared_blocks;
   const std::uint64_t pooled = p.kv_blocks > p.shared_blocks ? p.kv_blocks - p.shared_blocks : 0;
   p.max_concurrency = static_cast<double>(pooled) / static_cast<double>(own);

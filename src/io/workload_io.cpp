@@ -1166,7 +1166,7 @@ void resolve_draft(Workload& w, const Given<std::string>& given) {
 // What vLLM's tensor parallelism can split (model_executor/layers/linear.py
 // and vocab_parallel_embedding.py divide exactly, or refuse to start).
 void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std::string& origin) {
-  const std::uint64_t tp = w.vllm.tp;
+  const std::uint64_t tp = w.engine_config.vllm.tp;
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) conflict(origin, fmt::format("vLLM cannot split {} over {} ranks: {}", model.name, tp, what));
   };
@@ -1195,7 +1195,7 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
 // vLLM's multi-LoRA serving (--max-loras): vllm/config/lora.py defaults,
 // and what vramcalc models of it.
 void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
-  VllmConfig& v = r.workload.vllm;
+  VllmConfig& v = r.workload.engine_config.vllm;
   if (in.max_loras && (model.experts > 0 || model.kv_lora_rank > 0)) {
     conflict(in.max_loras->origin, fmt::format("LoRA slots for {}'s experts or latent attention are not "
                                                "modelled yet",
@@ -1232,7 +1232,7 @@ void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInp
 // is a share of this GPU's memory, so the GPU is required.
 void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
-  VllmConfig& v = w.vllm;
+  VllmConfig& v = w.engine_config.vllm;
   const std::string& origin = in.engine->origin;
   if (!r.gpu) {
     conflict(origin,
@@ -1334,10 +1334,11 @@ void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) 
   }
   // Every block and the output layer unless --gpu-layers says otherwise; a
   // larger count offloads everything, as llama.cpp clamps it.
-  w.gpu_layers = std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
+  w.engine_config.llamacpp.gpu_layers =
+      std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
   // llama.cpp's defaults: n_ubatch 512, and never more than n_batch (2048)
   // (common/common.h; llama-context.cpp clamps n_ubatch to n_batch).
-  w.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
+  w.engine_config.llamacpp.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
   // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
   // weights have no bearing on it.
   if (!in.kv_dtype) w.kv_dtype = DType::fp16;
@@ -1671,7 +1672,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     // transformers' generate uses a DynamicCache unless told otherwise
     // (generation/utils.py _prepare_cache_for_generation).
     if (w.engine == Engine::hf) {
-      w.cache = pick(in.cache, CacheImpl::dynamic, "cache");
+      w.engine_config.hf.cache = pick(in.cache, CacheImpl::dynamic, "cache");
     } else if (in.cache) {
       conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
     }

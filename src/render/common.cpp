@@ -82,23 +82,25 @@ std::string workload_line(const Workload& w) {
     return fmt::format(
         "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, KV cache {}, "
         "utilization {:g}, block {}{}{}",
-        w.seq, w.vllm.max_num_batched_tokens, w.vllm.max_num_seqs,
+        w.seq, w.engine_config.vllm.max_num_batched_tokens, w.engine_config.vllm.max_num_seqs,
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
-        static_cast<double>(w.vllm.utilization_ppm) / 1e6, w.vllm.block_size,
-        w.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.vllm.tp) : "",
-        w.vllm.max_loras > 0 ? fmt::format(", LoRA {} × rank {}{}", w.vllm.max_loras, w.vllm.max_lora_rank,
-                                           w.vllm.lora_extra_vocab > 0
-                                               ? fmt::format(" + {} extra tokens", w.vllm.lora_extra_vocab)
-                                               : "")
-                             : "");
+        static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6, w.engine_config.vllm.block_size,
+        w.engine_config.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.engine_config.vllm.tp) : "",
+        w.engine_config.vllm.max_loras > 0
+            ? fmt::format(", LoRA {} × rank {}{}", w.engine_config.vllm.max_loras,
+                          w.engine_config.vllm.max_lora_rank,
+                          w.engine_config.vllm.lora_extra_vocab > 0
+                              ? fmt::format(" + {} extra tokens", w.engine_config.vllm.lora_extra_vocab)
+                              : "")
+            : "");
   }
   if (w.mode == Mode::infer) {
-    return fmt::format("infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}",
-                       w.batch, w.seq,
-                       w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
-                       kv_text(w), w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.cache)) : "",
-                       w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention),
-                       w.draft ? fmt::format(", draft {}", w.draft->name) : "", w.dp);
+    return fmt::format(
+        "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}", w.batch, w.seq,
+        w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
+        w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.engine_config.hf.cache)) : "",
+        w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention),
+        w.draft ? fmt::format(", draft {}", w.draft->name) : "", w.dp);
   }
   if (w.lora.kind != Adapter::none) {
     return fmt::format(
@@ -164,19 +166,19 @@ std::string serving_lines(const PlanResult& p) {
   out += fmt::format(
       "vLLM budget     {:>10} GiB  = {} GiB × {:g}; {} GiB go to weights, the profiled peak and "
       "non-torch memory\n",
-      format_gib(s.requested), format_gib(w.vllm.gpu_total),
-      static_cast<double>(w.vllm.utilization_ppm) / 1e6, format_gib(s.non_kv));
+      format_gib(s.requested), format_gib(w.engine_config.vllm.gpu_total),
+      static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6, format_gib(s.non_kv));
   if (s.kv_groups > 1) {
     out += fmt::format(
         "KV pool         {:>10} blocks × {} tokens for {} layer groups = {} tokens ({} per block over {} "
         "shared tensors)\n",
-        format_thousands(s.kv_blocks), w.vllm.block_size, s.kv_groups, format_thousands(s.kv_tokens),
-        format_bytes(s.block_bytes), s.kv_tensors);
+        format_thousands(s.kv_blocks), w.engine_config.vllm.block_size, s.kv_groups,
+        format_thousands(s.kv_tokens), format_bytes(s.block_bytes), s.kv_tensors);
   } else {
     out +=
         fmt::format("KV pool         {:>10} blocks × {} tokens = {} tokens ({} per block over all layers)\n",
-                    format_thousands(s.kv_blocks), w.vllm.block_size, format_thousands(s.kv_tokens),
-                    format_bytes(s.block_bytes));
+                    format_thousands(s.kv_blocks), w.engine_config.vllm.block_size,
+                    format_thousands(s.kv_tokens), format_bytes(s.block_bytes));
   }
   out +=
       fmt::format("max concurrency {:>10.2f}x requests of {} tokens ({} blocks each{})\n", s.max_concurrency,

@@ -72,7 +72,8 @@ json workload_json(const PlanResult& p) {
   j["dtype"] = std::string(name_of(w.dtype));
   j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
   j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));
-  j["cache"] = !train && w.engine == Engine::hf ? json(std::string(name_of(w.cache))) : json(nullptr);
+  j["cache"] =
+      !train && w.engine == Engine::hf ? json(std::string(name_of(w.engine_config.hf.cache))) : json(nullptr);
   j["draft"] = w.draft ? json({{"name", w.draft->name}, {"parameters", count_parameters(*w.draft).total}})
                        : json(nullptr);
   const bool lora = w.lora.kind != Adapter::none;
@@ -95,7 +96,7 @@ json workload_json(const PlanResult& p) {
   j["quant"] = train ? json(nullptr) : json(quant_text(w.quant));
   j["quant_lm_head"] = w.quant.kind == QuantKind::none ? json(nullptr) : json(w.quant.quantize_lm_head);
   if (!train && w.engine == Engine::vllm) {
-    const VllmConfig& v = w.vllm;
+    const VllmConfig& v = w.engine_config.vllm;
     j["vllm"] = {{"gpu_memory_utilization", static_cast<double>(v.utilization_ppm) / 1e6},
                  {"max_num_batched_tokens", v.max_num_batched_tokens},
                  {"max_num_seqs", v.max_num_seqs},

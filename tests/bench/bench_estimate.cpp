@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "vramcalc/estimate.hpp"
+#include "vramcalc/io.hpp"
 #include "vramcalc/render.hpp"
 
 namespace {

@@ -112,23 +112,23 @@ TEST_CASE("vllm: engine-argument defaults follow vllm serve", "[vllm]") {
   const ModelSpec m = load_model("llama-3.1-8b");
   auto request = [&](const char* gpu) { return test::request(m, {{"engine", "vllm"}, {"gpu", gpu}}); };
   const PlanRequest h100 = request("h100-80gb");
-  CHECK(h100.workload.vllm.max_num_batched_tokens == 8192);
-  CHECK(h100.workload.vllm.max_num_seqs == 1024);
-  CHECK(h100.workload.vllm.utilization_ppm == 900000);
-  CHECK(h100.workload.vllm.block_size == 16);
-  CHECK(h100.workload.vllm.non_torch == vllm_default_non_torch());
+  CHECK(h100.workload.engine_config.vllm.max_num_batched_tokens == 8192);
+  CHECK(h100.workload.engine_config.vllm.max_num_seqs == 1024);
+  CHECK(h100.workload.engine_config.vllm.utilization_ppm == 900000);
+  CHECK(h100.workload.engine_config.vllm.block_size == 16);
+  CHECK(h100.workload.engine_config.vllm.non_torch == vllm_default_non_torch());
   // max_model_len is the config's max_position_embeddings.
   CHECK(h100.workload.seq == 131072);
   CHECK(std::find(h100.defaulted.begin(), h100.defaulted.end(), "batch") == h100.defaulted.end());
   for (const char* gpu : {"a100-80gb", "l40s", "rtx-4090"}) {
     const PlanRequest r = request(gpu);
-    CHECK(r.workload.vllm.max_num_batched_tokens == 2048);
-    CHECK(r.workload.vllm.max_num_seqs == 256);
+    CHECK(r.workload.engine_config.vllm.max_num_batched_tokens == 2048);
+    CHECK(r.workload.engine_config.vllm.max_num_seqs == 256);
   }
   // Sequences never exceed a step's tokens.
   const PlanRequest few =
       test::request(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "512"}});
-  CHECK(few.workload.vllm.max_num_seqs == 512);
+  CHECK(few.workload.engine_config.vllm.max_num_seqs == 512);
   // The rotary cache is part of the weights: 131072 × 128 × 2 B.
   CHECK(vllm_rotary_cache_bytes(m, h100.workload) == 32ULL << 20);
 }
@@ -262,13 +262,13 @@ TEST_CASE("vllm: LoRA slots of Llama-3.1-8B, and their split under tp", "[vllm][
   CHECK(s.logits == s.embedding);
   CHECK(s.extra_vocab == 0);
   // vllm-lora research worked example (vLLM 0.8.5 shapes): 396,754,944 B.
-  w.vllm.lora_extra_vocab = 256;
+  w.engine_config.vllm.lora_extra_vocab = 256;
   s = vllm_lora_slots(m, w);
   CHECK(32 * s.per_layer + s.embedding + s.logits + s.extra_vocab == 396'754'944);
   // tp 2: column layers split B, row layers split A; the embedding and
   // logits slots stay whole on every rank.
-  w.vllm.lora_extra_vocab = 0;
-  w.vllm.tp = 2;
+  w.engine_config.vllm.lora_extra_vocab = 0;
+  w.engine_config.vllm.tp = 2;
   const VllmLoraSlots two = vllm_lora_slots(m, w);
   const std::uint64_t widths =
       (3 * 4096 + 2048 + 2 * 512) + (2048 + 4096) + (2 * 4096 + 2 * 7168) + (7168 + 4096);
@@ -347,10 +347,10 @@ TEST_CASE("vllm: Gemma 2's pool with 20 GiB available, by hand", "[vllm][hybrid]
   const ModelSpec m = load_model("gemma-2-9b");
   Workload w =
       test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "8192"}});
-  w.vllm.utilization_ppm = 1'000'000;
-  w.vllm.non_torch = 0;
+  w.engine_config.vllm.utilization_ppm = 1'000'000;
+  w.engine_config.vllm.non_torch = 0;
   const std::uint64_t avail = 20ULL << 30;
-  const ServingPool p = vllm_pool(m, w, w.vllm.gpu_total - avail, 0);
+  const ServingPool p = vllm_pool(m, w, w.engine_config.vllm.gpu_total - avail, 0);
   CHECK(p.available == avail);
   CHECK(p.block_bytes == 21ULL * 131072);
   CHECK(p.kv_blocks == 7801);
@@ -359,8 +359,8 @@ TEST_CASE("vllm: Gemma 2's pool with 20 GiB available, by hand", "[vllm][hybrid]
   CHECK(p.max_concurrency == Approx(7801.0 / 1025));
   CHECK_FALSE(p.kv_tokens_exact);
   // A smaller step shrinks the sliding group's share: ⌈6143/16⌉ + 1 = 385.
-  w.vllm.max_num_batched_tokens = 2048;
-  CHECK(vllm_pool(m, w, w.vllm.gpu_total - avail, 0).blocks_per_request == 512 + 385);
+  w.engine_config.vllm.max_num_batched_tokens = 2048;
+  CHECK(vllm_pool(m, w, w.engine_config.vllm.gpu_total - avail, 0).blocks_per_request == 512 + 385);
   // The pool's bytes are the blocks in each of the 21 shared tensors.
   const Budget b = estimate(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
   CHECK(test::component(b, Component::kv_cache) == b.serving.kv_blocks * 21 * 131072);

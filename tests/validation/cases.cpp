@@ -12,6 +12,7 @@
 #include "core/inventory.hpp"
 #include "vramcalc/estimate.hpp"
 #include "vramcalc/formulas.hpp"
+#include "vramcalc/io.hpp"
 
 namespace vramcalc::validation {
 

@@ -1,0 +1,31 @@
+// PlanRequest: what the input boundary hands the core for one plan.
+//
+// The core's own type, so that the core's headers need nothing of the
+// input boundary (io.hpp), which builds it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vramcalc/hardware.hpp"
+#include "vramcalc/model.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc {
+
+/// A fully resolved request: model, workload with defaults, optional GPU.
+struct PlanRequest {
+  ModelSpec model;
+  Workload workload;
+  std::vector<std::string> defaulted;  ///< workload keys that took their default
+  std::optional<Gpu> gpu;
+  /// Other processes sharing the GPU (--colocate), each resolved from its
+  /// own plan with this request's GPU; never nested.
+  std::vector<PlanRequest> colocated;
+  /// Where the request came from: the MODEL argument, or for a colocated
+  /// one its flag or key and entry ("--colocate guard.json").
+  std::string origin;
+};
+
+}  // namespace vramcalc
