@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "vramcalc/workload.hpp"
+
 namespace vramcalc {
 
 enum class Component : std::uint8_t {
@@ -72,6 +74,7 @@ struct Phase {
 /// gives (docs/formulas.md, "vLLM's KV pool"). Zero for other engines.
 struct ServingPool {
   bool present = false;
+  Engine engine = Engine::hf;     ///< the engine that sized it, whose start-up checks apply
   std::uint64_t requested = 0;    ///< total memory × gpu_memory_utilization
   std::uint64_t non_kv = 0;       ///< weights + profiled activation peak + non-torch memory
   std::uint64_t available = 0;    ///< requested − non_kv, 0 when that is negative

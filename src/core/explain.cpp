@@ -7,6 +7,8 @@
 #include <cctype>
 #include <string_view>
 
+#include "core/engines/engine.hpp"
+#include "core/frameworks/framework.hpp"
 #include "core/inventory.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -45,24 +47,10 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "KV bytes") return bits_of(x.w.kv_dtype) / 8;
   if (name == "gradient bytes") return bits_of(gradient_dtype(x.w)) / 8;
   if (name == "positions") return x.m.max_position_embeddings;
-  if (name == "ubatch" && x.w.engine == Engine::llamacpp && x.w.mode == Mode::infer)
-    return x.w.engine_config.llamacpp.ubatch;
   if (name == "tp" && x.w.mode == Mode::train) return x.w.parallel.tp;
   if (name == "rank" && x.w.lora.kind != Adapter::none) return x.w.lora.rank;
-  if (x.w.engine == Engine::vllm && x.w.mode == Mode::infer) {
-    const VllmConfig& v = x.w.engine_config.vllm;
-    if (name == "T") return v.max_num_batched_tokens;
-    if (name == "S") return std::min(v.max_num_seqs, v.max_num_batched_tokens);
-    if (name == "Vpad") return ceil_div(x.vocab, 64) * 64;
-    if (name == "block") return v.block_size;
-    if (name == "blocks") return x.pool.kv_blocks;
-    if (v.max_loras > 0) {
-      if (name == "loras") return v.max_loras;
-      if (name == "rank") return v.max_lora_rank;
-      if (name == "E") return v.lora_extra_vocab;
-      if (name == "Vlogits")
-        return v.lora_extra_vocab == 0 ? x.vocab : ceil_div(x.vocab + v.lora_extra_vocab, 256) * 256;
-    }
+  if (x.w.mode == Mode::infer) {
+    if (auto v = engine_module(x.w.engine).symbol(name, x.w, x.pool, x.vocab)) return v;
   }
   if (x.w.loss.kind == LossImpl::chunked && (name == "r" || name == "r_last" || name == "r_2")) {
     const ChunkRows rows = chunk_rows(dims_of(x.m, x.w.batch, x.w.seq), x.w.loss.chunks);
@@ -125,11 +113,15 @@ void walk(Node& n, const Symbols& x, std::string_view section) {
   for (Node& c : n.children) walk(c, x, section);
 }
 
-constexpr std::string_view k_vllm_section = "vLLM's KV pool — --engine vllm";
 constexpr std::string_view k_lora_section = "LoRA and QLoRA — --mode lora, --mode qlora";
 
-// The docs/formulas.md heading (without its code spans) for a component.
+// The docs/formulas.md heading (without its code spans) for a component:
+// the serving engine's where it computes the component its own way.
 std::string_view section_of(Component c, const Workload& w) {
+  if (w.mode == Mode::infer) {
+    const std::string_view own = engine_module(w.engine).section(c);
+    if (!own.empty()) return own;
+  }
   switch (c) {
     case Component::weights:
       if (w.lora.kind != Adapter::none) return k_lora_section;
@@ -141,16 +133,12 @@ std::string_view section_of(Component c, const Workload& w) {
     case Component::master_weights:
       return "Master weights — master_weight_bytes";
     case Component::activations:
-      return w.framework == Framework::megatron ? "Activations: the megatron profile — megatron_profile"
-                                                : "Activations: the hf profile — hf_profile";
+      return framework_module(w.framework).activation_section;
     case Component::logits:
       return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
-      if (w.mode == Mode::infer && w.engine == Engine::vllm) return k_vllm_section;
-      return w.engine == Engine::llamacpp && w.mode == Mode::infer ? "Inference engines — --engine"
-                                                                   : "KV cache — kv_cache_bytes";
+      return "KV cache — kv_cache_bytes";
     case Component::transient:
-      if (w.mode == Mode::infer && w.engine == Engine::vllm) return k_vllm_section;
       return w.mode == Mode::train ? "Transients" : "Inference working set";
     case Component::runtime_overhead:
       return "Runtime overhead — default_runtime_overhead, cublas_workspace_bytes";

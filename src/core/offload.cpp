@@ -1,7 +1,12 @@
 // Offload: what DeepSpeed's ZeRO-Offload / ZeRO-Infinity and PyTorch FSDP's
 // CPU offload move between a GPU and its host each step (docs/formulas.md,
 // "Offload").
+#include <string>
 
+#include <fmt/format.h>
+
+#include "core/assembly.hpp"
+#include "core/step.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
@@ -106,5 +111,161 @@ std::vector<Node> host_link_traffic(const ModelSpec& m, const Workload& w) {
   }
   return out;
 }
+
+namespace core {
+
+namespace {
+
+// Tree mode: a component's tree moves off the GPU, to the host or NVMe.
+[[gnu::noinline]] void move_off(Budget& b, Component c, bool nvme) {
+  Node n = std::move(b.breakdown[idx(c)]);
+  b.breakdown[idx(c)] = empty_node(c);
+  b.components[idx(c)] = 0;
+  if (n.bytes == 0) return;
+  n.id = cat(name_of(c));
+  std::uint64_t& total = nvme ? b.nvme_bytes : b.host_bytes;
+  total = checked_add(total, n.bytes);
+  (nvme ? b.nvme : b.host).push_back(std::move(n));
+}
+
+// Tree mode: a buffer of the host (or NVMe) side of the offload.
+[[gnu::noinline]] void off_leaf(Budget& b, bool nvme, const char* id, const char* label,
+                                std::uint64_t elements, DType t, const char* expr, const char* source) {
+  const std::uint64_t bytes = bytes_for(elements, t);
+  if (bytes == 0) return;
+  (nvme ? b.nvme : b.host)
+      .push_back(
+          leaf(id, label, bytes, 1, fmt::format("{} × {} B ({})", expr, bits_of(t) / 8, name_of(t)), source));
+  std::uint64_t& total = nvme ? b.nvme_bytes : b.host_bytes;
+  total = checked_add(total, bytes);
+}
+
+// Tree mode: the offload in words.
+[[gnu::noinline]] void describe_offload(Budget& b, const Workload& w) {
+  const Offload& o = w.offload;
+  const std::string where =
+      o.device == OffloadDevice::nvme ? "NVMe behind pinned host buffers" : "host memory";
+  std::string what;
+  if (o.fsdp) {
+    what =
+        "PyTorch FSDP CPUOffload: the fp32 parameter, gradient and optimizer shards in pinned host memory; "
+        "the optimizer step runs on the CPU";
+  } else {
+    what = fmt::format(
+        "DeepSpeed ZeRO-{} {}: master weights, optimizer states and fp32 gradients in {}{}; the "
+        "optimizer step runs on the CPU",
+        w.zero, o.device == OffloadDevice::nvme ? "Infinity" : "Offload", where,
+        o.kind == OffloadKind::params ? ", the 16-bit parameter partition too" : "");
+  }
+  if (o.activations) what += "; the decoder layers' saved activations between their forward and backward";
+  b.assumptions.emplace_back("host", what + fmt::format(" (per rank; a node of {} GPUs holds {}×)",
+                                                        o.gpus_per_node, o.gpus_per_node));
+  // The states' own assumptions say where they went.
+  for (auto& [component, why] : b.assumptions) {
+    const bool moved = component == name_of(Component::master_weights) ||
+                       component == name_of(Component::optimizer_states) ||
+                       (o.fsdp && component == name_of(Component::weights)) ||
+                       (o.kind == OffloadKind::params && component == name_of(Component::weights));
+    if (moved) why += "; offloaded: on the host";
+    if (component == name_of(Component::gradients)) {
+      why = o.fsdp ? "fp32 gradient shards on the host after each reduce-scatter; offloaded"
+                   : "on the GPU only DeepSpeed's IPG reduce bucket (reduce_bucket_size 5e8 16-bit "
+                     "elements); the fp32 gradient partition is on the host";
+    }
+  }
+}
+
+}  // namespace
+
+// --offload (docs/formulas.md, "Offload"). DeepSpeed (--zero): the master
+// weights, optimizer states and an fp32 gradient partition live with the
+// optimizer on the host (or NVMe), the update runs there; the GPU keeps its
+// 16-bit parameters (the ZeRO-3 shard, or with offload_param only the
+// persistent small tensors) and the IPG reduce bucket. FSDP (--fsdp): every
+// state is on the host; the GPU holds only gathered units (transients).
+std::uint64_t offload_states(Builder& out, std::span<const ParamTensor> tensors, const ParameterCount& pc,
+                             const Workload& w) {
+  const Offload& o = w.offload;
+  const bool nvme = o.device == OffloadDevice::nvme;
+  const bool params = o.kind == OffloadKind::params;
+  const std::uint64_t N = zero_ranks(w);
+  const std::uint64_t S = shard_elements(pc.total, N);
+  const DType half = weight_dtype(w);
+  constexpr const char* ds12 = "DeepSpeed runtime/zero/stage_1_and_2.py (cpu_offload)";
+  constexpr const char* ds3 = "DeepSpeed runtime/zero/stage3.py (offload_optimizer, offload_param)";
+  if (out.tree()) describe_offload(*out.b, w);
+  if (o.fsdp) {
+    if (out.tree()) {
+      for (Component c : {Component::weights, Component::gradients, Component::optimizer_states,
+                          Component::master_weights}) {
+        move_off(*out.b, c, false);
+      }
+    }
+    for (Component c :
+         {Component::weights, Component::gradients, Component::optimizer_states, Component::master_weights}) {
+      out.set(c, Branch(out.detail));
+    }
+    return 0;
+  }
+  // DeepSpeed: master and optimizer states off the GPU; the gradients' GPU
+  // side is the IPG bucket (stage_1_and_2.py setup_buckets, stage3.py: one
+  // reduce_bucket_size buffer of the 16-bit dtype).
+  if (out.tree()) {
+    move_off(*out.b, Component::master_weights, nvme);
+    move_off(*out.b, Component::optimizer_states, nvme);
+    off_leaf(*out.b, nvme, "fp32_grads", "fp32 gradient partition for the update", S, DType::fp32, "⌈P/N⌉",
+             w.zero <= 2 ? ds12 : ds3);
+    if (w.zero <= 2) {
+      off_leaf(*out.b, false, "param_staging", "16-bit parameter staging buffer for the copy back", S, half,
+               "⌈P/N⌉", "DeepSpeed stage_1_and_2.py param_buffer_of_bit16_for_cpu_offload_groups (PR #7309)");
+      if (w.grad_accum > 1) {
+        off_leaf(*out.b, false, "accumulated_grads", "16-bit gradients accumulated on the host", S, half,
+                 "⌈P/N⌉", "DeepSpeed stage_1_and_2.py accumulated_grads_in_cpu");
+      }
+    } else {
+      off_leaf(*out.b, false, "grad_partitions", "16-bit gradient partition buffer", S, half, "⌈P/N⌉",
+               "DeepSpeed stage3.py grad_partitions_flat_buffer (gradient_accumulation_dtype)");
+    }
+    if (nvme) {
+      off_leaf(*out.b, false, "optimizer_swap_buffers",
+               "pinned buffers swapping the optimizer's tensors with NVMe",
+               checked_mul(k_deepspeed_optimizer_swap_buffers, std::min(S, k_deepspeed_sub_group)),
+               DType::fp32, "buffer_count × min(⌈P/N⌉, sub_group_size)",
+               "DeepSpeed runtime/swap_tensor/optimizer_utils.py");
+    }
+  }
+  out.set(Component::master_weights, Branch(out.detail));
+  out.set(Component::optimizer_states, Branch(out.detail));
+  Branch grads(out.detail);
+  const std::uint64_t bucket = bytes_for(k_deepspeed_reduce_bucket, gradient_dtype(w));
+  grads.leaf(bucket, 1, [&] {
+    return LeafText{"ipg_bucket", "IPG reduce bucket: gradients on their way to the host",
+                    fmt::format("reduce_bucket_size 5e8 × {} B", bits_of(gradient_dtype(w)) / 8),
+                    "DeepSpeed runtime/zero/config.py reduce_bucket_size; stage_1_and_2.py setup_buckets"};
+  });
+  out.set(Component::gradients, std::move(grads));
+  if (params) {
+    // offload_param: the 16-bit partition lives on the host (or NVMe); the
+    // GPU keeps the tensors too small to partition.
+    if (out.tree()) {
+      move_off(*out.b, Component::weights, nvme);
+      if (nvme) {
+        off_leaf(*out.b, false, "param_swap_buffers", "pinned 16-bit parameter swap pool",
+                 k_deepspeed_param_swap_elements, half, "buffer_count 5 × buffer_size 1e8",
+                 "DeepSpeed runtime/swap_tensor/partitioned_param_swapper.py");
+      }
+    }
+    Branch weights(out.detail);
+    weights.leaf(bytes_for(deepspeed_persistent_elements(tensors), half), 1, [&] {
+      return LeafText{
+          "persistent", "tensors of at most 1e5 elements, never partitioned", "Σ small tensors × 2 B",
+          "DeepSpeed stage3_param_persistence_threshold (parameter_offload.py mark_persistent_parameters)"};
+    });
+    out.set(Component::weights, std::move(weights));
+  }
+  return bucket;
+}
+
+}  // namespace core
 
 }  // namespace vramcalc

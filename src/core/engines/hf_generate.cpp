@@ -1,0 +1,205 @@
+// transformers generate (--engine hf): the model in --dtype or its
+// quantized format, a DynamicCache or StaticCache for the whole context,
+// the whole prompt prefilled at once, then one token at a time; with a
+// draft model, assisted generation.
+#include <algorithm>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "core/engines/engine.hpp"
+#include "core/states.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+constexpr std::string_view k_working_set_source =
+    "vramcalc derivation from the transformers module code (no_grad: tensors are freed "
+    "when their last reference goes)";
+
+// The largest working set of one decoder layer under no_grad for `tokens`
+// new tokens attending over `context` positions (Hugging Face generate,
+// dynamic or static cache): tensors alive together at the worst moment of
+// the layer.
+// docs/formulas.md, "Inference working set".
+Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
+                                std::uint64_t context, std::string_view phase, Detail detail) {
+  const Dtypes t = dtypes_of(w);
+  const DType c = t.compute;
+  const std::uint64_t b = w.batch;
+  const std::uint64_t T = checked_mul(b, tokens);
+  const std::uint64_t Th = checked_mul(T, m.hidden_size);
+  const std::uint64_t q = checked_product(T, m.num_attention_heads, m.head_dim);
+  const std::uint64_t kv = checked_product(T, m.num_key_value_heads, m.head_dim);
+  const std::uint64_t TI = checked_mul(T, m.intermediate_size);
+  // An entry named `phase``id`.
+  auto add = [phase](Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements,
+                     DType dtype, std::string_view expr, std::string_view source = k_working_set_source) {
+    inv.add(elements, dtype, [&] {
+      return EntryText{cat(phase, id), std::string(label), std::string(expr), std::string(source)};
+    });
+  };
+
+  Inventory mlp(detail);
+  add(mlp, ".residual", "residual stream", Th, c, "b·t·h");
+  add(mlp, ".mlp_input", "normalised MLP input", Th, c, "b·t·h");
+  if (m.gated_mlp) {
+    const std::uint64_t factor = m.type == ModelType::phi3 ? 4 : 3;
+    mlp.add(checked_mul(factor, TI), c, [&] {
+      return EntryText{cat(phase, ".mlp_intermediates"),
+                       m.type == ModelType::phi3 ? "gate_up output, act(gate) and the product"
+                                                 : "act(gate), up and their product",
+                       fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
+    });
+  } else {
+    add(mlp, ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI), c, "4·b·t·I");
+  }
+
+  Inventory attn(detail);
+  add(attn, ".residual", "residual stream", Th, c, "b·t·h");
+  add(attn, ".attn_input", "normalised attention input", Th, c, "b·t·h");
+  add(attn, ".qkv", "q, k and v projections", checked_add(q, checked_mul(2, kv)), c, "b·t·(a+2k)·d");
+  add(attn, ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
+      "2·b·t·(a+k)·d");
+  add(attn, ".attn_out", "attention output", q, c, "b·t·a·d");
+  // DynamicCache.update grows each layer's K and V with torch.cat: while
+  // the longer tensor is written, the previous one (context − 1 positions)
+  // is still alive, first for K, then for V (transformers cache_utils.py
+  // DynamicLayer.update).
+  if (w.engine_config.hf.cache == CacheImpl::dynamic && tokens == 1 && context > 1) {
+    const std::uint64_t grown = m.sliding_window_layers == m.num_layers && m.sliding_window > 0
+                                    ? std::min(context - 1, m.sliding_window)
+                                    : context - 1;
+    add(attn, ".cache_previous", "DynamicCache: one layer's previous K while torch.cat builds the longer one",
+        checked_product(b, grown, m.num_key_value_heads, m.head_dim), w.kv_dtype, "b·(c−1)·k·d",
+        "transformers cache_utils.py DynamicLayer.update (torch.cat)");
+  }
+  if (w.attention == AttentionImpl::eager) {
+    const std::uint64_t scores = checked_product(b, m.num_attention_heads, tokens, context);
+    add(attn, ".scores", "scores and 16-bit probabilities", checked_mul(2, scores), c, "2·b·a·t·c");
+    add(attn, ".probs_fp32", "fp32 softmax", scores, DType::fp32, "b·a·t·c");
+  }
+  // Logits of the last position only (generate sets logits_to_keep = 1),
+  // and generate's fp32 copy of them.
+  const std::uint64_t bV = checked_mul(b, m.vocab_size);
+  Inventory head(detail);
+  add(head, ".final_hidden", "final hidden states", Th, c, "b·t·h");
+  add(head, ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py");
+  add(head, ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
+      "transformers generation/utils.py");
+  // bitsandbytes 4-bit (0.45–0.49 MatMul4Bit; 0.50's fallback beyond its
+  // small-input kernel) dequantizes each weight to the compute dtype when
+  // the input has more than one row: one layer's largest weight at a time.
+  if (w.quant.kind == QuantKind::bnb_4bit && T > 1) {
+    const ParamTensorList tensors = parameter_tensor_list(m);
+    add(mlp, ".dequantized_weight", "the largest 4-bit weight, dequantized for its matmul",
+        largest_quantized_linear(tensors, w.quant), c, "largest quantized N·K",
+        "bitsandbytes autograd/_functions.py matmul_4bit (MatMul4Bit: dequantize_4bit, F.linear)");
+  }
+  Inventory best = std::move(mlp);
+  if (total_bytes(attn) > total_bytes(best)) best = std::move(attn);
+  if (total_bytes(head) > total_bytes(best)) best = std::move(head);
+  return best;
+}
+
+// The cache of transformers' generate for `m`: K and V per layer for the
+// whole context, or the window on sliding-window layers.
+void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::string_view id_prefix,
+                     std::string_view label_prefix) {
+  const std::uint64_t per_token =
+      bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
+  const std::uint64_t full = m.num_layers - m.sliding_window_layers;
+  if (full > 0) {
+    kv.leaf(checked_product(per_token, w.seq, w.batch), full, [&] {
+      return LeafText{
+          cat(id_prefix, "full_attention_layers"),
+          cat(label_prefix, "full-attention layers: K and V for the whole context"), "2·b·s·k·d × KV bytes",
+          "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
+    });
+  }
+  if (m.sliding_window_layers > 0) {
+    kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
+            [&] {
+              return LeafText{cat(id_prefix, "sliding_window_layers"),
+                              fmt::format("{}sliding-window layers: K and V for at most {} tokens",
+                                          label_prefix, m.sliding_window),
+                              "2·b·min(s, window)·k·d × KV bytes",
+                              "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"};
+            });
+  }
+}
+
+// Assisted generation: the draft model beside the target, unquantized in
+// --dtype.
+void hf_weights(Branch& weights, const ModelSpec& /*full*/, const ModelSpec& /*m*/, const Workload& w,
+                Detail d) {
+  if (!w.draft) return;
+  const ParamTensorList draft_tensors = parameter_tensor_list(*w.draft);
+  Branch target = std::move(weights);
+  weights = Branch(d);
+  weights.branch(std::move(target), [] { return NodeText{"target", "target model"}; });
+  weights.branch(state_branch(adapter_parts(draft_tensors, w.dtype == DType::fp8 ? DType::bf16 : w.dtype, d),
+                              1, "vramcalc parameter inventory (parameters.hpp)"),
+                 [&] {
+                   return NodeText{"draft", fmt::format("draft model ({})", w.draft->name)};
+                 });
+}
+
+Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t /*vocab*/) {
+  const Detail d = out.detail;
+  Branch kv(d);
+  hf_cache_leaves(kv, m, w, "", "");
+  // Assisted generation keeps the draft's own cache of the same context
+  // (transformers generation/candidate_generator.py AssistedCandidateGenerator).
+  if (w.draft) hf_cache_leaves(kv, *w.draft, w, "draft.", "draft model: ");
+  out.set(Component::kv_cache, std::move(kv));
+  out.assume(Component::kv_cache, [&] {
+    return fmt::format(
+        "{} of {} tokens × {} sequences in {}{}",
+        w.engine_config.hf.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context"
+                                                       : "StaticCache",
+        w.seq, w.batch, name_of(w.kv_dtype),
+        m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
+                                                  m.sliding_window_layers, m.sliding_window)
+                                    : "");
+  });
+  out.assume(Component::transient, [] {
+    return "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only";
+  });
+
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  add_moment(moments, "load", live, Inventory(d));
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  // With a draft the two models run one after the other: the larger
+  // working set of the two at each phase.
+  auto working_set = [&](std::uint64_t tokens, std::string_view phase, std::string_view draft_phase) {
+    Inventory target = inference_working_set(m, w, tokens, w.seq, phase, d);
+    if (!w.draft) return target;
+    Inventory assistant = inference_working_set(*w.draft, w, tokens, w.seq, draft_phase, d);
+    return total_bytes(assistant) > total_bytes(target) ? assistant : target;
+  };
+  add_moment(moments, "prefill", live, working_set(w.seq, "prefill", "draft.prefill"));
+  add_moment(moments, "decode", live, working_set(1, "decode", "draft.decode"));
+  return moments;
+}
+
+}  // namespace
+
+extern const EngineModule k_hf_engine{
+    .name = "hf",
+    .rank_model = whole_model,
+    .add_weights = hf_weights,
+    .add_overhead = no_overhead,
+    .serve = hf_serve,
+    .refuse = no_refusal,
+    .symbol = no_symbol,
+    .section = no_section,
+    .caching_allocator = true,
+    .native_gguf = false,
+};
+
+}  // namespace vramcalc::core

@@ -1,0 +1,91 @@
+// Private to the core: a training framework as a module.
+//
+// Each framework (Hugging Face transformers on eager PyTorch, Megatron-LM,
+// ...) is one file in this folder that defines one FrameworkModule: what
+// it saves for backward, how it shards a rank's model, which buffers it
+// keeps, and which settings it refuses. Plain data and function pointers,
+// so that estimate_totals() uses them without a heap or a vtable. The
+// registry (registry.cpp) maps the Framework named in a Workload to its
+// module; nothing else in the core asks which framework trains.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "core/inventory.hpp"
+#include "vramcalc/estimate.hpp"
+#include "vramcalc/model.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc::core {
+
+/// Settings a framework may not model; FrameworkModule::refusal says why.
+enum class TrainingFeature : std::uint8_t {
+  inference,            ///< --mode infer
+  autocast,             ///< --precision amp (fp32 parameters under torch.autocast)
+  freeze,               ///< --freeze
+  adapters,             ///< --mode lora, qlora
+  selective_recompute,  ///< --checkpoint selective
+  chunked_loss,         ///< --loss chunked
+  model_parallel,       ///< --tp, --sp, --cp, --pp, --ep, --capacity-factor
+  hybrid_shard,         ///< --fsdp hybrid:K
+  offload,              ///< --offload optimizer, params
+  activation_offload,   ///< --offload activations
+};
+
+struct FrameworkModule {
+  /// The --framework name ("megatron").
+  std::string_view name;
+  /// What autograd saves per layer, for the workload's checkpointing
+  /// policy (the activation profile).
+  ActivationProfile (*profile)(const ModelSpec& m, const Workload& w, Detail d);
+  /// The model one rank holds: its tensor-parallel shard and pipeline
+  /// stage (built in `storage`), or `model` itself.
+  const ModelSpec& (*rank_model)(const ModelSpec& model, const Workload& w, ModelSpec& storage);
+  /// What the framework's own memory estimate prints for the run, where it
+  /// has one (Megatron-LM's theoretical memory).
+  std::optional<PlanResult::MegatronEstimate> (*own_estimate)(const ModelSpec& model, const Workload& w);
+  /// Why the framework refuses a setting: the input boundary's message,
+  /// or empty where it supports it.
+  std::string_view (*refusal)(TrainingFeature f);
+  /// The precision regime when none is given and --dtype is 16-bit;
+  /// `deepspeed_offload`: DeepSpeed offloads the optimizer.
+  Precision (*default_precision)(bool deepspeed_offload);
+  /// Dropout when none is given.
+  Dropout (*default_dropout)(const ModelSpec& m);
+  /// Gradients live in one buffer for the whole run rather than being
+  /// allocated in backward and freed after the step.
+  bool persistent_grads = false;
+  /// Under DDP (dp > 1, no ZeRO) a second copy of every gradient sits in
+  /// the communication buckets.
+  bool ddp_bucket_copies = false;
+  /// --optimizer adam is torch.optim.Adam's foreach kernel, which builds
+  /// a square-root temporary over every parameter.
+  bool foreach_adam = false;
+  /// The gradients' lifetime, in the plan's words.
+  std::string_view gradients_text;
+  /// What the output layer and loss keep for backward ("fp32 log-probs").
+  std::string_view loss_text;
+  /// The docs/formulas.md section of its activation profile.
+  std::string_view activation_section;
+};
+
+/// The module of a workload's framework.
+[[nodiscard]] const FrameworkModule& framework_module(Framework f);
+
+/// The module registered under `name`, or none.
+[[nodiscard]] const FrameworkModule* find_framework(std::string_view name);
+
+/// Adds a module beside the built-in ones (an embedder's own framework, a
+/// test's toy) and returns the Framework that names it. At most
+/// k_max_frameworks in all; call before planning, from one thread.
+Framework register_framework(const FrameworkModule& module);
+inline constexpr std::size_t k_max_frameworks = 16;
+
+/// The model itself: for frameworks that do not split it.
+const ModelSpec& unsplit_model(const ModelSpec& model, const Workload& w, ModelSpec& storage);
+/// No estimate of its own.
+std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);
+
+}  // namespace vramcalc::core

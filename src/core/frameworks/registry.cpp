@@ -1,0 +1,42 @@
+// The one place that maps a Framework to its module. A built-in framework
+// is an enumerator of Framework and a line here; register_framework() adds
+// others at run time.
+#include "core/registry.hpp"
+
+#include "core/frameworks/framework.hpp"
+
+namespace vramcalc::core {
+
+extern const FrameworkModule k_hf_framework;
+extern const FrameworkModule k_megatron_framework;
+
+namespace {
+
+// In Framework's order.
+constinit ModuleTable<FrameworkModule, Framework, k_max_frameworks> g_frameworks{&k_hf_framework,
+                                                                                 &k_megatron_framework};
+
+}  // namespace
+
+const FrameworkModule& framework_module(Framework f) {
+  return g_frameworks.get(f);
+}
+
+const FrameworkModule* find_framework(std::string_view name) {
+  return g_frameworks.find(name);
+}
+
+Framework register_framework(const FrameworkModule& module) {
+  return g_frameworks.add(module);
+}
+
+const ModelSpec& unsplit_model(const ModelSpec& model, const Workload& /*w*/, ModelSpec& /*storage*/) {
+  return model;
+}
+
+std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& /*model*/,
+                                                            const Workload& /*w*/) {
+  return std::nullopt;
+}
+
+}  // namespace vramcalc::core
