@@ -1,0 +1,97 @@
+// The names the input boundary reads and writes for each enum: one table
+// per enum, used by the value parsers and by name_of (names.cpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "vramcalc/quant.hpp"
+#include "vramcalc/workload.hpp"
+
+namespace vramcalc::io {
+
+template <class E>
+struct Choice {
+  std::string_view name;
+  E value;
+};
+
+inline constexpr std::array k_modes = {Choice<Mode>{"infer", Mode::infer},
+                                       Choice<Mode>{"train", Mode::train}};
+inline constexpr std::array k_dtypes = {Choice<DType>{"fp32", DType::fp32},
+                                        Choice<DType>{"bf16", DType::bf16},
+                                        Choice<DType>{"fp16", DType::fp16}, Choice<DType>{"fp8", DType::fp8}};
+inline constexpr std::array k_precisions = {
+    Choice<Precision>{"fp32", Precision::fp32}, Choice<Precision>{"amp", Precision::amp},
+    Choice<Precision>{"mixed", Precision::mixed},
+    Choice<Precision>{"mixed-fp32-grads", Precision::mixed_fp32_grads},
+    Choice<Precision>{"pure", Precision::pure}};
+inline constexpr std::array k_optimizers = {
+    Choice<Optimizer>{"adamw", Optimizer::adamw},
+    Choice<Optimizer>{"adam", Optimizer::adam},
+    Choice<Optimizer>{"sgd", Optimizer::sgd},
+    Choice<Optimizer>{"sgd-momentum", Optimizer::sgd_momentum},
+    Choice<Optimizer>{"lion", Optimizer::lion},
+    Choice<Optimizer>{"adafactor", Optimizer::adafactor},
+    Choice<Optimizer>{"adamw-8bit", Optimizer::adamw_8bit},
+    Choice<Optimizer>{"paged-adamw", Optimizer::paged_adamw},
+    Choice<Optimizer>{"paged-adamw-8bit", Optimizer::paged_adamw_8bit},
+    Choice<Optimizer>{"none", Optimizer::none}};
+inline constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
+                                            Choice<Framework>{"megatron", Framework::megatron}};
+inline constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImpl::flash},
+                                            Choice<AttentionImpl>{"eager", AttentionImpl::eager}};
+// The kinds alone; --checkpoint also takes every:K (parse_checkpoint).
+inline constexpr std::array k_checkpoint_kinds = {
+    Choice<CheckpointKind>{"none", CheckpointKind::none},
+    Choice<CheckpointKind>{"full", CheckpointKind::full},
+    Choice<CheckpointKind>{"selective", CheckpointKind::selective},
+    Choice<CheckpointKind>{"every", CheckpointKind::every}};
+// The kinds alone; --loss also takes chunked:N (parse_loss).
+inline constexpr std::array k_losses = {Choice<LossImpl>{"standard", LossImpl::standard},
+                                        Choice<LossImpl>{"chunked", LossImpl::chunked}};
+inline constexpr std::array k_engines = {Choice<Engine>{"hf", Engine::hf},
+                                         Choice<Engine>{"llamacpp", Engine::llamacpp},
+                                         Choice<Engine>{"vllm", Engine::vllm}};
+inline constexpr std::array k_caches = {Choice<CacheImpl>{"dynamic", CacheImpl::dynamic},
+                                        Choice<CacheImpl>{"static", CacheImpl::fixed}};
+inline constexpr std::array k_samplers = {Choice<VllmSampler>{"native", VllmSampler::native},
+                                          Choice<VllmSampler>{"flashinfer", VllmSampler::flashinfer}};
+// llama.cpp's cache types beyond f16/bf16/f32 (common/arg.cpp kv_cache_types).
+inline constexpr std::array k_kv_blocks = {
+    Choice<GgufType>{"q8_0", GgufType::Q8_0}, Choice<GgufType>{"q4_0", GgufType::Q4_0},
+    Choice<GgufType>{"q4_1", GgufType::Q4_1}, Choice<GgufType>{"q5_0", GgufType::Q5_0},
+    Choice<GgufType>{"q5_1", GgufType::Q5_1}, Choice<GgufType>{"iq4_nl", GgufType::IQ4_NL}};
+inline constexpr std::array k_schedules = {
+    Choice<PipelineSchedule>{"1f1b", PipelineSchedule::one_f_one_b},
+    Choice<PipelineSchedule>{"interleaved", PipelineSchedule::interleaved},
+    Choice<PipelineSchedule>{"gpipe", PipelineSchedule::gpipe}};
+inline constexpr std::array k_offloads = {Choice<OffloadKind>{"none", OffloadKind::none},
+                                          Choice<OffloadKind>{"optimizer", OffloadKind::optimizer},
+                                          Choice<OffloadKind>{"params", OffloadKind::params}};
+inline constexpr std::array k_offload_devices = {Choice<OffloadDevice>{"cpu", OffloadDevice::cpu},
+                                                 Choice<OffloadDevice>{"nvme", OffloadDevice::nvme}};
+// --fsdp's names for ZeRO stages; hybrid:K is parsed apart (workload_keys.cpp).
+inline constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
+
+/// The name of `value` in `table`, or "?".
+template <class E, std::size_t N>
+std::string_view name_in(const std::array<Choice<E>, N>& table, E value) {
+  for (const auto& c : table) {
+    if (c.value == value) return c.name;
+  }
+  return "?";
+}
+
+/// Every name of `table`, in order, for messages.
+template <class E, std::size_t N>
+std::vector<std::string> names_in(const std::array<Choice<E>, N>& table) {
+  std::vector<std::string> out;
+  for (const auto& c : table) out.emplace_back(c.name);
+  return out;
+}
+
+}  // namespace vramcalc::io
