@@ -6,8 +6,11 @@
 
 #include <fmt/format.h>
 
+#include "io/choices.hpp"
+#include "io/resolve.hpp"
 #include "io/value_parsers.hpp"
 #include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
 
 namespace vramcalc::io {
 
@@ -16,6 +19,71 @@ namespace {
 // vLLM's CacheConfig block sizes (vllm/config/cache.py BlockSize).
 constexpr std::array<std::uint64_t, 7> k_vllm_block_sizes = {1, 8, 16, 32, 64, 128, 256};
 constexpr std::array<std::uint64_t, 9> k_vllm_lora_ranks = {1, 8, 16, 32, 64, 128, 256, 320, 512};
+
+// What vLLM's tensor parallelism can split (model_executor/layers/linear.py
+// and vocab_parallel_embedding.py divide exactly, or refuse to start).
+void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std::string& origin) {
+  const std::uint64_t tp = w.engine_config.vllm.tp;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) conflict(origin, fmt::format("vLLM cannot split {} over {} ranks: {}", model.name, tp, what));
+  };
+  need(model.num_attention_heads % tp == 0,
+       fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp));
+  const std::uint64_t kv = model.num_key_value_heads;
+  need(kv >= tp ? kv % tp == 0 : tp % kv == 0,
+       fmt::format("{} KV heads neither divide into {} ranks nor replicate evenly over them", kv, tp));
+  need(model.intermediate_size % tp == 0,
+       fmt::format("an intermediate size of {} is not a multiple of {}", model.intermediate_size, tp));
+  // Every rank holds all experts, each with I_e/tp columns (vLLM's default
+  // without --enable-expert-parallel, fused_moe/layer.py).
+  need(model.expert_intermediate % tp == 0 && model.shared_expert_intermediate % tp == 0,
+       fmt::format("the experts' widths ({}, shared {}) are not multiples of {}", model.expert_intermediate,
+                   model.shared_expert_intermediate, tp));
+  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
+  need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
+  const Quant& q = w.quant;
+  if ((q.kind == QuantKind::gptq || q.kind == QuantKind::awq) && q.group > 0) {
+    need((model.intermediate_size / tp) % q.group == 0,
+         fmt::format("{}'s groups of {} do not tile a rank's {} down-projection inputs", quant_text(q),
+                     q.group, model.intermediate_size / tp));
+  }
+}
+
+// vLLM's multi-LoRA serving (--max-loras): vllm/config/lora.py defaults,
+// and what vramcalc models of it.
+void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  VllmConfig& v = r.workload.engine_config.vllm;
+  if (in.max_loras && (model.experts > 0 || model.kv_lora_rank > 0)) {
+    conflict(in.max_loras->origin, fmt::format("LoRA slots for {}'s experts or latent attention are not "
+                                               "modelled yet",
+                                               model.name));
+  }
+  if (!in.max_loras) {
+    for (const auto* given : {&in.max_lora_rank, &in.lora_extra_vocab_size}) {
+      if (*given) conflict((*given)->origin, "sizes vLLM's LoRA slots: add --max-loras N to serve adapters");
+    }
+    return;
+  }
+  if (model.type == ModelType::gpt2 || !model.gated_mlp) {
+    conflict(in.max_loras->origin, fmt::format("vLLM serves LoRA adapters on {} only as a Llama-style model "
+                                               "with gate and up projections; {} has none",
+                                               name_of(model.type), model.name));
+  }
+  v.max_loras = in.max_loras->value;
+  v.max_lora_rank = in.max_lora_rank ? in.max_lora_rank->value : 16;
+  if (!in.max_lora_rank) r.defaulted.emplace_back("max_lora_rank");
+  v.lora_extra_vocab = in.lora_extra_vocab_size ? in.lora_extra_vocab_size->value : 0;
+  if (!in.lora_extra_vocab_size) r.defaulted.emplace_back("lora_extra_vocab_size");
+  if (v.lora_extra_vocab > 0 && !vllm_lora_embeddings(model)) {
+    conflict(
+        in.lora_extra_vocab_size->origin,
+        fmt::format("vLLM gives {} no embedding or lm_head LoRA slots, so no extra vocabulary", model.name));
+  }
+  if (v.lora_extra_vocab > 0 && v.tp > 1) {
+    conflict(in.lora_extra_vocab_size->origin,
+             "the extra vocabulary's split under tensor parallelism is not modelled yet");
+  }
+}
 
 }  // namespace
 
@@ -48,6 +116,180 @@ std::uint64_t parse_lora_extra_vocab(std::string_view text, const std::string& o
                                  e));
   }
   return e;
+}
+
+// vLLM's engine arguments apply with --engine vllm only.
+void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
+  const bool vllm = in.engine && in.engine->value == Engine::vllm;
+  auto only = [vllm](const auto& given) {
+    if (given && !vllm)
+      conflict(given->origin, "is a vLLM engine argument: add --engine vllm (and --mode infer)");
+  };
+  only(in.gpu_memory_utilization);
+  only(in.max_num_batched_tokens);
+  only(in.max_num_seqs);
+  only(in.block_size);
+  only(in.shared_prefix);
+  only(in.non_torch_memory);
+  only(in.sampler);
+  only(in.max_loras);
+  only(in.max_lora_rank);
+  only(in.lora_extra_vocab_size);
+  const bool train = w.mode == Mode::train;
+  const bool megatron = w.framework == Framework::megatron;
+  if (in.tp && in.tp->value > 1 && !vllm && !(train && megatron)) {
+    conflict(in.tp->origin,
+             train ? "tensor parallelism for training is modelled with --framework megatron so far"
+                   : "tensor parallelism for serving is modelled for --engine vllm so far");
+  }
+}
+
+// vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
+// is a share of this GPU's memory, so the GPU is required.
+void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  VllmConfig& v = w.engine_config.vllm;
+  const std::string& origin = in.engine->origin;
+  if (!r.gpu) {
+    conflict(origin,
+             "vLLM sizes its KV pool from the GPU's memory: give --gpu (see `vramcalc gpus`) or --gpu-mem");
+  }
+  if (in.batch) {
+    conflict(in.batch->origin,
+             "vLLM schedules requests itself; the plan reports how many of --seq tokens fit at once "
+             "(max_concurrency). Use --max-num-seqs to cap a step's sequences");
+  }
+  // --batch has no meaning here; its default is not one of the plan's.
+  std::erase(r.defaulted, std::string("batch"));
+  // vLLM's max_model_len defaults to the config's max_position_embeddings
+  // and may not exceed it (vllm/config/model.py _get_and_verify_max_len).
+  if (!in.seq) w.seq = model.max_position_embeddings;
+  if (w.seq > model.max_position_embeddings) {
+    conflict(in.seq->origin,
+             fmt::format("vLLM refuses a max_model_len of {} above {}'s max_position_embeddings ({})", w.seq,
+                         model.name, model.max_position_embeddings));
+  }
+  if (in.kv_dtype && w.kv_dtype != DType::fp8 && w.kv_dtype != w.dtype) {
+    conflict(in.kv_dtype->origin,
+             fmt::format("vLLM's --kv-cache-dtype is auto (the model dtype, {}) or fp8", name_of(w.dtype)));
+  }
+  v.gpu_total = r.gpu->capacity_bytes;
+  v.utilization_ppm = pick(r, in.gpu_memory_utilization, 900000, "gpu_memory_utilization");
+  // `vllm serve` defaults (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults,
+  // OPENAI_API_SERVER): 8192 tokens and 1024 sequences on GPUs with at least
+  // 70 GiB other than the A100, else 2048 and 256; sequences never exceed tokens.
+  const bool large = r.gpu->capacity_bytes >= 70 * (std::uint64_t{1} << 30) && !r.gpu->id.starts_with("a100");
+  v.max_num_batched_tokens =
+      pick(r, in.max_num_batched_tokens, large ? 8192 : 2048, "max_num_batched_tokens");
+  v.max_num_seqs =
+      pick(r, in.max_num_seqs, std::min<std::uint64_t>(large ? 1024 : 256, v.max_num_batched_tokens),
+           "max_num_seqs");
+  if (in.max_num_seqs && v.max_num_seqs > v.max_num_batched_tokens) {
+    conflict(in.max_num_seqs->origin,
+             fmt::format("vLLM needs max_num_batched_tokens ({}) ≥ max_num_seqs ({})",
+                         v.max_num_batched_tokens, v.max_num_seqs));
+  }
+  v.block_size = pick(r, in.block_size, 16, "block_size");
+  v.non_torch = pick(r, in.non_torch_memory, vllm_default_non_torch(), "non_torch_memory");
+  v.shared_prefix = pick(r, in.shared_prefix, 0, "shared_prefix");
+  v.sampler = in.sampler ? in.sampler->value : VllmSampler::native;
+  if (!in.sampler) r.defaulted.emplace_back("sampler");
+  v.tp = pick(r, in.tp, 1, "tp");
+  if (v.tp > 1) check_tensor_parallel(model, w, in.tp->origin);
+  resolve_vllm_lora(model, r, in);
+  if (in.shared_prefix && v.shared_prefix >= w.seq) {
+    conflict(in.shared_prefix->origin,
+             fmt::format("the shared prefix ({} tokens) must be shorter than --seq ({}): each request "
+                         "adds tokens of its own",
+                         v.shared_prefix, w.seq));
+  }
+  if (in.shared_prefix && model.sliding_window_layers > 0) {
+    conflict(in.shared_prefix->origin, "prefix sharing with sliding-window layers is not modelled");
+  }
+}
+
+// What the inference engine can serve, and llama.cpp's KV cache types.
+void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  if (in.gpu_layers && w.engine != Engine::llamacpp) {
+    conflict(in.gpu_layers->origin, "--gpu-layers is llama.cpp's layer offload: add --engine llamacpp");
+  }
+  if (in.ubatch && w.engine != Engine::llamacpp) {
+    conflict(in.ubatch->origin, "is llama.cpp's --ubatch-size: add --engine llamacpp");
+  }
+  if (w.engine != Engine::llamacpp) {
+    if (in.kv_block) {
+      conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
+                                                "engines: fp8, bf16, fp16, fp32)",
+                                                io::name_in(io::k_kv_blocks, in.kv_block->value)));
+    }
+    return;
+  }
+  const std::string& origin = in.engine->origin;
+  if (w.quant.kind != QuantKind::gguf) {
+    conflict(origin,
+             "llama.cpp loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 for an "
+             "unquantized file)");
+  }
+  // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
+  // architectures have no window); Gemma 2 uses its sliding-window cache
+  // on the even layers (llamacpp_kv).
+  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2 &&
+      model.sliding_window_layers != (model.num_layers + 1) / 2) {
+    conflict(origin,
+             fmt::format("{} has {} sliding-window layers of {}; llama.cpp's Gemma 2 slides every other "
+                         "layer",
+                         model.name, model.sliding_window_layers, model.num_layers));
+  }
+  if (in.kv_dtype && w.kv_dtype == DType::fp8) {
+    conflict(in.kv_dtype->origin,
+             "llama.cpp has no fp8 KV cache; its types are f16 (fp16), bf16, fp32, q8_0, "
+             "q4_0, q4_1, q5_0, q5_1 and iq4_nl");
+  }
+  // Every block and the output layer unless --gpu-layers says otherwise; a
+  // larger count offloads everything, as llama.cpp clamps it.
+  w.engine_config.llamacpp.gpu_layers =
+      std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
+  // llama.cpp's defaults: n_ubatch 512, and never more than n_batch (2048)
+  // (common/common.h; llama-context.cpp clamps n_ubatch to n_batch).
+  w.engine_config.llamacpp.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
+  // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
+  // weights have no bearing on it.
+  if (!in.kv_dtype) w.kv_dtype = DType::fp16;
+  if (in.kv_block) {
+    w.kv_block = in.kv_block->value;
+    if (w.attention == AttentionImpl::eager) {
+      conflict(in.kv_block->origin,
+               "llama.cpp quantizes the V cache only with flash attention (llama-context.cpp "
+               "\"V cache quantization requires flash_attn\"); use --attention flash");
+    }
+    const std::uint64_t row = model.num_key_value_heads * model.head_dim;
+    if (row % gguf_block(*w.kv_block).elements != 0) {
+      conflict(in.kv_block->origin,
+               fmt::format("{}: KV rows of {} values are not whole blocks of {}",
+                           io::name_in(io::k_kv_blocks, *w.kv_block), row, gguf_block(*w.kv_block).elements));
+    }
+  }
+}
+
+// --draft: the assistant model of transformers' assisted generation, loaded
+// like the target (a preset or a config.json).
+void resolve_draft(Workload& w, const Given<std::string>& given) {
+  if (w.engine != Engine::hf) {
+    conflict(given.origin,
+             "a draft model is modelled for --engine hf (transformers' assisted generation) so far");
+  }
+  ModelSpec draft;
+  try {
+    draft = load_model(given.value);
+  } catch (const InputError& e) {
+    throw InputError(given.origin, e.where().empty() ? std::string(e.what()) : e.what());
+  }
+  if (draft.learned_positions && w.seq > draft.max_position_embeddings) {
+    conflict(given.origin, fmt::format("the draft {} has {} positions, fewer than --seq {}", draft.name,
+                                       draft.max_position_embeddings, w.seq));
+  }
+  draft.source.clear();
+  w.draft = std::move(draft);
 }
 
 }  // namespace vramcalc::io

@@ -1,0 +1,69 @@
+// LoRA and QLoRA's input rules (resolve.hpp).
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "io/resolve.hpp"
+#include "io/value_parsers.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::io {
+
+// LoRA and QLoRA (docs/formulas.md, "LoRA and QLoRA"): PEFT's defaults,
+// and what the adapters can be attached to.
+void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const std::string& origin = in.adapter->origin;
+  const bool qlora = in.adapter->value == Adapter::qlora;
+  if (w.framework != Framework::hf) {
+    conflict(in.framework->origin, "LoRA is modelled for --framework hf (PEFT with transformers)");
+  }
+  if (model.type == ModelType::gpt2 || model.fused_qkv) {
+    conflict(origin,
+             fmt::format("LoRA is modelled for models with separate q, k, v and gate, up projections; "
+                         "{} fuses them",
+                         model.name));
+  }
+  if (in.precision) {
+    conflict(
+        in.precision->origin,
+        "LoRA's regime follows --lora-dtype: fp32 adapters under autocast (PEFT with the Trainer's bf16), "
+        "or 16-bit adapters with everything in 16-bit (torchtune)");
+  }
+  if (w.dtype == DType::fp32 && qlora) {
+    conflict(in.dtype->origin, "QLoRA computes in 16-bit (bnb_4bit_compute_dtype): use --dtype bf16 or fp16");
+  }
+  if (in.zero && in.zero->value == 3) {
+    conflict(in.zero->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+  }
+  if (in.fsdp && in.fsdp->value == 3) {
+    conflict(in.fsdp->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+  }
+  Lora& l = w.lora;
+  l.kind = in.adapter->value;
+  // PEFT LoraConfig: r = 8, lora_dropout = 0; target_modules for Llama-style
+  // models q_proj and v_proj (utils/constants.py
+  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+  l.rank = pick(r, in.lora_rank, std::uint64_t{8}, "lora_rank");
+  l.targets = pick(r, in.lora_targets, static_cast<std::uint8_t>(lora_q | lora_v), "lora_targets");
+  l.dtype = pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
+  l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
+  // Not used by the LoRA formulas (dtypes_of, gradient_dtype follow the
+  // adapters); pure names the 16-bit frozen base.
+  w.precision = Precision::pure;
+  std::erase(r.defaulted, std::string("precision"));
+  if (qlora) {
+    w.quant = pick(r, in.quant, io::parse_quant("bnb-nf4-dq", "--quant"), "quant");
+    if (w.quant.kind != QuantKind::bnb_4bit) {
+      conflict(in.quant->origin,
+               fmt::format("QLoRA's base is bitsandbytes 4-bit: bnb-nf4-dq (the QLoRA paper's), bnb-nf4, "
+                           "bnb-fp4 or bnb-fp4-dq, not {}",
+                           quant_text(w.quant)));
+    }
+  } else if (in.quant) {
+    conflict(in.quant->origin, "a quantized base is QLoRA: use --mode qlora");
+  }
+}
+
+}  // namespace vramcalc::io

@@ -1,0 +1,159 @@
+// Megatron's parallelism for training: tensor, sequence, context, pipeline
+// and expert parallelism, and the experts' capacity (resolve.hpp).
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "io/resolve.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// Megatron's tensor and sequence parallelism (training): what it accepts
+// (megatron/training/arguments.py validate_args, megatron/core
+// transformer_config.py).
+void resolve_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.tp = in.tp ? in.tp->value : 1;
+  if (!in.tp) r.defaulted.emplace_back("tp");
+  if (in.sp && in.sp->value && p.tp == 1) {
+    conflict(in.sp->origin, "sequence parallelism splits tensor-parallel regions: it needs --tp above 1");
+  }
+  p.sp = in.sp && in.sp->value;
+  if (!in.sp) r.defaulted.emplace_back("sp");
+  if (p.tp == 1) return;
+  const std::string& origin = in.tp->origin;
+  auto need = [&](bool ok, const std::string& what) {
+    if (!ok) conflict(origin, fmt::format("{}: {} cannot be split over {} ranks", model.name, what, p.tp));
+  };
+  need(model.num_attention_heads % p.tp == 0, fmt::format("{} attention heads", model.num_attention_heads));
+  need(model.num_key_value_heads % p.tp == 0,
+       fmt::format("{} KV heads (num_query_groups)", model.num_key_value_heads));
+  need(model.intermediate_size % p.tp == 0, fmt::format("the MLP's {} columns", model.intermediate_size));
+  if (p.sp && r.workload.seq % p.tp != 0) {
+    conflict(in.sp->origin, fmt::format("sequence parallelism splits --seq {} over {} ranks: it must divide",
+                                        r.workload.seq, p.tp));
+  }
+}
+
+// Megatron's context parallelism: each rank takes 2 of 2·cp chunks of every
+// sequence (load balancing, megatron/core/utils.py
+// get_batch_on_this_cp_rank), through fused attention.
+void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  w.parallel.cp = in.cp ? in.cp->value : 1;
+  if (!in.cp) r.defaulted.emplace_back("cp");
+  if (w.parallel.cp == 1) return;
+  const std::string& origin = in.cp->origin;
+  const std::uint64_t chunks = checked_mul(2, w.parallel.cp);
+  if (w.seq % chunks != 0) {
+    conflict(origin, fmt::format("context parallelism splits each sequence into 2·cp = {} chunks: --seq {} "
+                                 "must divide",
+                                 chunks, w.seq));
+  }
+  if (w.parallel.sp && (w.seq / w.parallel.cp) % w.parallel.tp != 0) {
+    conflict(origin, fmt::format("with --sp, a rank's {} tokens must split over --tp {}",
+                                 w.seq / w.parallel.cp, w.parallel.tp));
+  }
+  if (w.attention != AttentionImpl::flash) {
+    conflict(origin,
+             "context parallelism runs through fused attention (Transformer Engine): use --attention "
+             "flash");
+  }
+}
+
+// Megatron's pipeline parallelism: what it accepts (megatron/training/
+// arguments.py validate_args: the layers split evenly over the stages and
+// their virtual chunks; core/pipeline_parallel/schedules.py: the
+// interleaved schedule takes micro-batches in groups of pp).
+void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.pp = in.pp ? in.pp->value : 1;
+  if (!in.pp) r.defaulted.emplace_back("pp");
+  if (in.pp_schedule && p.pp == 1) {
+    conflict(in.pp_schedule->origin, "a pipeline schedule orders the stages of --pp: it needs --pp above 1");
+  }
+  if (p.pp == 1) return;
+  if (in.pp_schedule) {
+    p.schedule = in.pp_schedule->value.first;
+    p.virtual_stages = in.pp_schedule->value.second;
+  } else {
+    r.defaulted.emplace_back("pp_schedule");
+  }
+  const std::uint64_t L = model.num_layers;
+  const std::uint64_t chunks = checked_mul(p.pp, p.virtual_stages);
+  if (L % chunks != 0) {
+    conflict(p.virtual_stages > 1 ? in.pp_schedule->origin : in.pp->origin,
+             p.virtual_stages > 1
+                 ? fmt::format("{}'s {} layers do not split into {} stages of {} chunks each", model.name, L,
+                               p.pp, p.virtual_stages)
+                 : fmt::format("{}'s {} layers do not split evenly into {} stages", model.name, L, p.pp));
+  }
+  const std::uint64_t M = r.workload.grad_accum;
+  if (p.schedule == PipelineSchedule::interleaved && M % p.pp != 0) {
+    const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
+    conflict(given ? given->origin : in.pp_schedule->origin,
+             fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} micro-batches "
+                         "per step must be a multiple of {}{}",
+                         p.pp, M, p.pp, given ? "" : " (set --microbatches)"));
+  }
+}
+
+// Expert parallelism and the experts' capacity (Megatron-Core MoE): the
+// experts split evenly over ep ranks taken from the data-parallel ones
+// (megatron/core/parallel_state.py: ep divides dp·cp with tp as the expert
+// tensor parallelism).
+void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Parallel& p = r.workload.parallel;
+  p.ep = in.ep ? in.ep->value : 1;
+  p.capacity_ppm = in.capacity_ppm ? in.capacity_ppm->value : 0;
+  if (model.experts == 0) {
+    if (in.ep && p.ep > 1) conflict(in.ep->origin, fmt::format("{} has no experts to split", model.name));
+    if (in.capacity_ppm) conflict(in.capacity_ppm->origin, fmt::format("{} has no experts", model.name));
+    return;
+  }
+  if (!in.ep) r.defaulted.emplace_back("ep");
+  if (!in.capacity_ppm) r.defaulted.emplace_back("capacity_factor");
+  if (p.tp > 1 && (model.expert_intermediate % p.tp != 0 || model.shared_expert_intermediate % p.tp != 0)) {
+    conflict(in.tp->origin,
+             fmt::format("{}: the experts' MLP columns ({}, shared {}) cannot be split over {} ranks",
+                         model.name, model.expert_intermediate, model.shared_expert_intermediate, p.tp));
+  }
+  if (p.ep == 1) return;
+  const std::string& origin = in.ep->origin;
+  if (model.experts % p.ep != 0) {
+    conflict(origin, fmt::format("{}'s {} experts do not split evenly over {} ranks", model.name,
+                                 model.experts, p.ep));
+  }
+  const std::uint64_t dp_cp = checked_mul(r.workload.dp, p.cp);
+  if (dp_cp % p.ep != 0) {
+    conflict(origin,
+             fmt::format("expert-parallel ranks come from the data-parallel ones: --ep {} must divide "
+                         "dp × cp = {}",
+                         p.ep, dp_cp));
+  }
+}
+
+}  // namespace
+
+void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  if (r.workload.framework == Framework::megatron) {
+    resolve_parallel(model, r, in);
+    resolve_context_parallel(r, in);
+    resolve_pipeline(model, r, in);
+    resolve_experts(model, r, in);
+  } else if (in.sp || in.cp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
+    conflict(in.sp             ? in.sp->origin
+             : in.cp           ? in.cp->origin
+             : in.pp           ? in.pp->origin
+             : in.ep           ? in.ep->origin
+             : in.capacity_ppm ? in.capacity_ppm->origin
+                               : in.pp_schedule->origin,
+             "sequence, context, pipeline and expert parallelism are modelled with --framework megatron");
+  }
+}
+
+}  // namespace vramcalc::io

@@ -1,0 +1,252 @@
+// resolve(): the defaults and every rule across settings and the model,
+// in named steps; each feature's rules sit in a file of their own
+// (resolve.hpp).
+#include "io/resolve.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// Mixture-of-experts and latent-attention layers: their parameters are
+// counted; their budgets are modelled for Megatron training so far.
+void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
+  const bool megatron_training = in.mode && in.mode->value == Mode::train && in.framework &&
+                                 in.framework->value == Framework::megatron && !in.adapter;
+  const bool vllm_serving =
+      (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::vllm;
+  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving) {
+    const ParameterCount pc = count_parameters(model);
+    conflict(
+        model.name,
+        fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
+                    "but budgets for these layers are modelled for Megatron training (--mode train "
+                    "--framework megatron) and vLLM serving (--engine vllm) only so far",
+                    model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
+                                                    model.experts, model.experts_per_token)
+                                      : std::string("multi-head latent attention"),
+                    model.experts > 0 && model.kv_lora_rank > 0 ? " and multi-head latent attention" : "",
+                    format_thousands(pc.total), format_thousands(pc.active)));
+  }
+}
+
+// A model given by Megatron-LM's arguments is trained with Megatron: its
+// defaults are training with --framework megatron, and nothing else runs it.
+void resolve_mode(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const bool megatron_model = model.type == ModelType::megatron_gpt;
+  w.mode = pick(r, in.mode, megatron_model ? Mode::train : Mode::infer, "mode");
+  w.framework = pick(r, in.framework, megatron_model ? Framework::megatron : Framework::hf, "framework");
+  if (megatron_model && w.mode != Mode::train) {
+    conflict(in.mode->origin, fmt::format("{} is a Megatron-LM model (megatron_gpt): vramcalc plans its "
+                                          "training (--mode train --framework megatron)",
+                                          model.name));
+  }
+  if (megatron_model && w.framework != Framework::megatron) {
+    conflict(in.framework->origin,
+             fmt::format("{} is a Megatron-LM model (megatron_gpt): it trains with --framework megatron",
+                         model.name));
+  }
+}
+
+// Keys that apply to training only, or to serving only.
+void check_mode_keys(const WorkloadInput& in, const Workload& w) {
+  const bool train = w.mode == Mode::train;
+  auto train_only = [&](const auto& given, std::string_view what) {
+    if (given && !train) {
+      conflict(given->origin, fmt::format("{} applies to --mode train only", what));
+    }
+  };
+  train_only(in.precision, "the precision regime");
+  train_only(in.optimizer, "the optimizer");
+  train_only(in.checkpoint, "activation checkpointing");
+  train_only(in.dropout, "dropout");
+  train_only(in.zero, "ZeRO sharding");
+  train_only(in.grad_accum, "gradient accumulation");
+  train_only(in.fsdp, "FSDP sharding");
+  train_only(in.offload, "offload");
+  train_only(in.offload_device, "the offload device");
+  train_only(in.host_link, "the host link's rate");
+  train_only(in.gpus_per_node, "GPUs per node");
+  train_only(in.loss, "the loss implementation");
+  train_only(in.freeze, "--freeze");
+  if (in.quant && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
+    conflict(in.quant->origin,
+             "quantized weights are modelled for serving (--mode infer) and for QLoRA's base (--mode qlora)");
+  }
+  if (!in.adapter) {
+    auto adapters_only = [](const auto& given) {
+      if (given) conflict(given->origin, "applies to --mode lora or --mode qlora");
+    };
+    adapters_only(in.lora_rank);
+    adapters_only(in.lora_targets);
+    adapters_only(in.lora_dtype);
+    adapters_only(in.lora_dropout);
+  }
+  if (in.kv_dtype && train) conflict(in.kv_dtype->origin, "the KV cache dtype applies to --mode infer only");
+  if (in.kv_block && train) conflict(in.kv_block->origin, "the KV cache type applies to --mode infer only");
+  if (in.engine && train) conflict(in.engine->origin, "the inference engine applies to --mode infer only");
+  if (in.cache && train) conflict(in.cache->origin, "the KV cache class applies to --mode infer only");
+  if (in.draft && train) conflict(in.draft->origin, "a draft model is for serving (--mode infer)");
+  if (in.gpu_layers && train) conflict(in.gpu_layers->origin, "--gpu-layers applies to --mode infer only");
+  if (in.sp && !train)
+    conflict(in.sp->origin, "sequence parallelism is modelled for training (--mode train)");
+  if (in.cp && !train) conflict(in.cp->origin, "context parallelism is modelled for training (--mode train)");
+  if (in.pp && !train)
+    conflict(in.pp->origin, "pipeline parallelism is modelled for training (--mode train)");
+  if (in.pp_schedule && !train)
+    conflict(in.pp_schedule->origin, "pipeline schedules are modelled for training (--mode train)");
+  if (in.microbatches && !train)
+    conflict(in.microbatches->origin, "micro-batches per step apply to training (--mode train)");
+  check_vllm_keys(in, w);
+  if (w.framework == Framework::megatron && !train) {
+    conflict(in.framework->origin,
+             "the megatron profile models training; use --mode train, or --framework hf for inference");
+  }
+}
+
+// The shape of the work: batch, sequence, dtype, attention and dp.
+void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  w.batch = pick(r, in.batch, std::uint64_t{1}, "batch");
+  w.seq = pick(r, in.seq, std::min<std::uint64_t>(4096, model.max_position_embeddings), "seq");
+  if (model.learned_positions && w.seq > model.max_position_embeddings) {
+    conflict(in.seq->origin, fmt::format("{} exceeds the {} positions of {}'s learned position embeddings",
+                                         w.seq, model.max_position_embeddings, model.name));
+  }
+
+  w.dtype = pick(r, in.dtype, DType::bf16, "dtype");
+  w.attention = pick(r, in.attention, AttentionImpl::flash, "attention");
+  w.dp = pick(r, in.dp, std::uint64_t{1}, "dp");
+}
+
+// What a quantized format can hold for this model (docs/formulas.md,
+// "Quantized weights"), and whether the output layer is quantized.
+void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  Quant& q = w.quant;
+  const std::string& origin = in.quant->origin;
+  const std::string name = quant_text(q);
+  if (q.kind == QuantKind::mxfp4 && model.experts == 0) {
+    conflict(origin, fmt::format("mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert "
+                                 "weights only, and {} has no experts",
+                                 model.name));
+  }
+  const bool llama_layout = model.type != ModelType::gpt2 && !model.fused_qkv;
+  if (q.kind == QuantKind::gguf && !llama_layout) {
+    conflict(origin,
+             fmt::format("{}: GGUF type rules are modelled for Llama-style models with separate q, k, v "
+                         "and gate, up projections; {} fuses them",
+                         name, model.name));
+  }
+  if (q.kind != QuantKind::gguf && in.dtype && w.dtype != DType::bf16 && w.dtype != DType::fp16) {
+    conflict(in.dtype->origin,
+             fmt::format("{} keeps its unquantized tensors and scales in 16-bit: use --dtype "
+                         "bf16 or fp16",
+                         name));
+  }
+  // Every quantized linear: K inputs, N outputs.
+  const std::uint64_t h = model.hidden_size;
+  const std::uint64_t I = model.intermediate_size;
+  const std::uint64_t q_out = model.num_attention_heads * model.head_dim;
+  const std::uint64_t kv_out = model.num_key_value_heads * model.head_dim;
+  for (const auto& [in_features, out_features] :
+       {std::pair{h, q_out}, std::pair{h, kv_out}, std::pair{q_out, h}, std::pair{h, I}, std::pair{I, h}}) {
+    if (q.kind == QuantKind::awq && (in_features % q.group != 0 || out_features % 8 != 0)) {
+      conflict(origin,
+               fmt::format("{}: AutoAWQ's GEMM layout needs input features divisible by the group size "
+                           "and outputs by 8; {} has a {} → {} projection",
+                           name, model.name, in_features, out_features));
+    }
+    if (q.kind == QuantKind::nvfp4 && in_features % 16 != 0) {
+      conflict(origin, fmt::format("nvfp4 scales blocks of 16 inputs; {} has a projection with {} inputs",
+                                   model.name, in_features));
+    }
+  }
+  const bool gguf = q.kind == QuantKind::gguf;
+  q.quantize_lm_head = in.quant_lm_head ? in.quant_lm_head->value : gguf;
+  if (in.quant_lm_head && in.quant_lm_head->value && model.tie_word_embeddings && !gguf) {
+    conflict(in.quant_lm_head->origin,
+             fmt::format("{}'s output layer is its embedding, which {} leaves in 16-bit", model.name, name));
+  }
+}
+
+// Serving: the KV cache's type, quantized weights and the engine.
+void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  w.optimizer = Optimizer::none;
+  // A ggml block type (q8_0, ...) is a --kv-dtype too; kv_block takes it.
+  w.kv_dtype = in.kv_block ? w.dtype : pick(r, in.kv_dtype, w.dtype, "kv_dtype");
+  w.quant = pick(r, in.quant, Quant{}, "quant");
+  if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
+  w.engine = pick(r, in.engine, Engine::hf, "engine");
+  check_engine(model, w, in);
+  // transformers' generate uses a DynamicCache unless told otherwise
+  // (generation/utils.py _prepare_cache_for_generation).
+  if (w.engine == Engine::hf) {
+    w.engine_config.hf.cache = pick(r, in.cache, CacheImpl::dynamic, "cache");
+  } else if (in.cache) {
+    conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
+  }
+  if (in.draft) resolve_draft(w, *in.draft);
+}
+
+// --gpu names a catalog GPU; --gpu-mem gives a capacity instead.
+void resolve_gpu(PlanRequest& r, const WorkloadInput& in) {
+  if (in.gpu && in.gpu_mem) {
+    conflict(in.gpu_mem->origin,
+             fmt::format("give either {} or {}, not both", in.gpu->origin, in.gpu_mem->origin));
+  }
+  if (in.gpu) r.gpu = find_gpu(in.gpu->value, in.gpu->origin);
+  if (in.gpu_mem) {
+    if (in.gpu_mem->value == 0) conflict(in.gpu_mem->origin, "expected a size above 0");
+    r.gpu = Gpu{"custom", "custom capacity", "", in.gpu_mem->value, "given as " + in.gpu_mem->origin, ""};
+  }
+}
+
+// Runtime overhead: --overhead gives the whole of it; otherwise the CUDA
+// context plus cuBLAS workspaces sized for the GPU's architecture.
+void resolve_overhead(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (in.overhead) {
+    w.runtime_overhead = in.overhead->value;
+  } else {
+    r.defaulted.emplace_back("overhead");
+    w.runtime_overhead = default_runtime_overhead();
+    w.cublas_workspace = cublas_workspace_bytes(r.gpu ? std::string_view(r.gpu->arch) : std::string_view());
+  }
+}
+
+}  // namespace
+
+}  // namespace vramcalc::io
+
+namespace vramcalc {
+
+PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
+  io::reject_unmodelled_layers(model, in);
+  PlanRequest r;
+  io::resolve_mode(model, r, in);
+  io::check_mode_keys(in, r.workload);
+  io::resolve_shape(model, r, in);
+  if (r.workload.mode == Mode::train) {
+    io::resolve_training(model, r, in);
+  } else {
+    io::resolve_serving(model, r, in);
+  }
+  if (in.quant_lm_head && r.workload.quant.kind == QuantKind::none) {
+    io::conflict(in.quant_lm_head->origin, "applies with --quant only");
+  }
+  io::resolve_gpu(r, in);
+  if (r.workload.engine == Engine::vllm) io::resolve_vllm(model, r, in);
+  io::resolve_overhead(r, in);
+  r.model = std::move(model);
+  return r;
+}
+
+}  // namespace vramcalc

@@ -1,0 +1,47 @@
+// Private: the steps of resolve() (resolve.cpp), each in the file of its
+// feature: training (train_rules.cpp), Megatron's parallelism
+// (parallel_rules.cpp), offload (offload_rules.cpp), LoRA (lora_rules.cpp)
+// and each serving engine (engine_rules.cpp).
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "vramcalc/error.hpp"
+#include "vramcalc/io.hpp"
+
+namespace vramcalc::io {
+
+/// Settings that cannot go together, or with this model.
+[[noreturn]] inline void conflict(const std::string& origin, const std::string& problem) {
+  throw InputError(origin, problem);
+}
+
+/// The given value, else `fallback`, noting `key` as defaulted.
+template <class T>
+T pick(PlanRequest& r, const std::optional<Given<T>>& given, std::type_identity_t<T> fallback,
+       const char* key) {
+  if (given) return given->value;
+  r.defaulted.emplace_back(key);
+  return fallback;
+}
+
+// Training (train_rules.cpp): everything under --mode train.
+void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
+
+// Megatron's parallelism (parallel_rules.cpp): tp, sp, cp, pp, ep.
+void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
+
+// Offload (offload_rules.cpp).
+void resolve_offload(PlanRequest& r, const WorkloadInput& in);
+
+// LoRA and QLoRA (lora_rules.cpp).
+void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
+
+// Serving engines (engine_rules.cpp).
+void check_vllm_keys(const WorkloadInput& in, const Workload& w);
+void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
+void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in);
+void resolve_draft(Workload& w, const Given<std::string>& given);
+
+}  // namespace vramcalc::io

@@ -1,0 +1,174 @@
+// Training's input rules: precision, frozen parts, the step and sharding
+// (resolve.hpp).
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "io/resolve.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// What torchtune's LinearCrossEntropyLoss can run: the hf profile's layers,
+// at least one position per chunk (tensor_split), and no final-logit
+// soft-capping (the loss calls the output projection alone).
+void check_chunked_loss(const ModelSpec& model, const Workload& w, const std::string& origin) {
+  if (w.framework != Framework::hf) {
+    conflict(origin,
+             "the chunked loss is modelled for --framework hf (torchtune LinearCrossEntropyLoss); "
+             "megatron's vocab-parallel cross-entropy is its own loss");
+  }
+  if (w.loss.chunks > w.seq) {
+    conflict(origin, fmt::format("chunked:{} splits the sequence into more chunks than its {} positions; "
+                                 "use at most chunked:{}",
+                                 w.loss.chunks, w.seq, w.seq));
+  }
+  if (w.seq < 2) conflict(origin, "the chunked loss shifts the labels by one position; it needs seq ≥ 2");
+  if (model.final_logit_softcapping > 0) {
+    conflict(origin, fmt::format("{} soft-caps its final logits, which LinearCrossEntropyLoss does not do "
+                                 "(it calls the output projection alone); use the standard loss",
+                                 model.name));
+  }
+}
+
+// Hybrid sharding (--fsdp hybrid:K): PyTorch FSDP shards within groups of
+// K ranks and replicates across dp/K of them, so K must divide dp
+// (FSDP2's 2-D device mesh, torch/distributed/device_mesh.py).
+void resolve_hybrid(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const std::string& origin = in.shard_group->origin;
+  const std::uint64_t k = in.shard_group->value;
+  if (w.framework != Framework::hf) {
+    conflict(origin, "hybrid sharding is PyTorch FSDP's: it is modelled with --framework hf");
+  }
+  if (k < 2 || k > w.dp || w.dp % k != 0) {
+    conflict(origin, fmt::format("hybrid:{} shards within groups of {} ranks: it needs 2 ≤ K ≤ --dp {} with "
+                                 "K dividing dp",
+                                 k, k, w.dp));
+  }
+  w.shard_group = k;
+}
+
+// The precision regime: explicit, else fp32 when --dtype fp32, else the
+// framework's.
+void resolve_precision(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (w.dtype == DType::fp8) {
+    conflict(in.dtype->origin,
+             "fp8 training (Transformer Engine) is not modelled yet; use bf16 or fp16 here");
+  }
+  // DeepSpeed's offload keeps 16-bit parameters on the GPU and fp32
+  // masters with the optimizer: the mixed regime.
+  const bool deepspeed_offload =
+      in.offload && in.offload->value != OffloadKind::none && !in.fsdp;  // not activations alone
+  const Precision framework_default = w.framework == Framework::hf
+                                          ? (deepspeed_offload ? Precision::mixed : Precision::amp)
+                                          : Precision::mixed_fp32_grads;
+  if (in.precision) {
+    w.precision = in.precision->value;
+    const bool fp32_regime = w.precision == Precision::fp32;
+    if (in.dtype && fp32_regime != (w.dtype == DType::fp32)) {
+      conflict(in.precision->origin,
+               fmt::format("{} contradicts {} {}: fp32 precision computes in fp32, the others in "
+                           "16-bit",
+                           name_of(w.precision), in.dtype->origin, name_of(w.dtype)));
+    }
+    if (fp32_regime) w.dtype = DType::fp32;
+  } else {
+    w.precision = w.dtype == DType::fp32 ? Precision::fp32 : framework_default;
+    r.defaulted.emplace_back("precision");
+  }
+  if (w.framework == Framework::megatron && w.precision == Precision::amp) {
+    conflict(in.precision->origin,
+             "megatron keeps 16-bit parameters and does not use torch.autocast; use "
+             "mixed-fp32-grads (its default), mixed or pure");
+  }
+}
+
+// --freeze: full fine-tuning with frozen parts (hf).
+void resolve_freeze(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (in.adapter) {
+    conflict(in.freeze->origin, "LoRA freezes the whole base already; --freeze is for full fine-tuning");
+  }
+  if (w.framework != Framework::hf) {
+    conflict(in.freeze->origin, "--freeze is modelled for --framework hf");
+  }
+  w.freeze = in.freeze->value;
+  const bool zero3 = (in.zero && in.zero->value == 3) || (in.fsdp && in.fsdp->value == 3);
+  if (zero3) {
+    conflict(in.freeze->origin,
+             "ZeRO-3 / FSDP with frozen parts (gathering parameters that get no "
+             "gradients) is not modelled yet");
+  }
+  if (w.freeze.layers > model.num_layers) {
+    conflict(in.freeze->origin,
+             fmt::format("{} has {} layers, 0-{}", model.name, model.num_layers, model.num_layers - 1));
+  }
+}
+
+// The optimizer and what a step keeps: micro-batches, checkpointing, the
+// loss and dropout.
+void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  w.optimizer = pick(r, in.optimizer, Optimizer::adamw, "optimizer");
+  // --microbatches is the pipeline's name for the micro-batches per step.
+  if (in.microbatches && in.grad_accum && in.microbatches->value != in.grad_accum->value) {
+    conflict(in.microbatches->origin,
+             fmt::format("{} micro-batches per step, but {} {} was given: they are the same count",
+                         in.microbatches->value, in.grad_accum->origin, in.grad_accum->value));
+  }
+  w.grad_accum =
+      in.microbatches ? in.microbatches->value : pick(r, in.grad_accum, std::uint64_t{1}, "grad_accum");
+  // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on.
+  const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
+  w.checkpoint = pick(r, in.checkpoint, peft_qlora ? Checkpointing{CheckpointKind::full, 0} : Checkpointing{},
+                      "checkpoint");
+  if (w.checkpoint.kind == CheckpointKind::selective && w.framework == Framework::hf) {
+    conflict(in.checkpoint->origin,
+             "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
+             "--framework hf use full or every:K");
+  }
+  w.loss = pick(r, in.loss, Loss{}, "loss");
+  if (w.loss.kind == LossImpl::chunked) check_chunked_loss(model, w, in.loss->origin);
+  if (in.dropout) {
+    w.dropout = {in.dropout->value, in.dropout->value, in.dropout->value};
+  } else {
+    r.defaulted.emplace_back("dropout");
+    // Megatron's GPT default is 0.1 for attention and hidden dropout
+    // (megatron/training/arguments.py); Hugging Face uses the model config.
+    w.dropout = w.framework == Framework::megatron
+                    ? Dropout{0.1, 0.1, 0.1}
+                    : Dropout{model.attention_dropout, model.hidden_dropout, model.embedding_dropout};
+  }
+}
+
+// ZeRO stages and FSDP, hybrid sharding and offload.
+void resolve_sharding(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (in.zero && in.fsdp && in.zero->value != in.fsdp->value) {
+    conflict(in.fsdp->origin, fmt::format("FSDP {} is ZeRO stage {}, but {} {} was given; use one of them",
+                                          in.fsdp->value == 3 ? "full" : "grad-op", in.fsdp->value,
+                                          in.zero->origin, in.zero->value));
+  }
+  w.zero = in.fsdp ? in.fsdp->value : pick(r, in.zero, std::uint32_t{0}, "zero");
+  if (in.shard_group) resolve_hybrid(r, in);
+  resolve_offload(r, in);
+}
+
+}  // namespace
+
+void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  resolve_precision(r, in);
+  if (in.adapter) resolve_lora(model, r, in);
+  if (in.freeze) resolve_freeze(model, r, in);
+  resolve_steps(model, r, in);
+  resolve_sharding(r, in);
+  r.workload.kv_dtype = r.workload.dtype;
+  resolve_megatron_parallel(model, r, in);
+}
+
+}  // namespace vramcalc::io
