@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "io/errors.hpp"
 #include "vramcalc/answers_io.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/svg.hpp"
@@ -140,9 +141,7 @@ int run_fit(const FitOptions& opts) {
   const WorkloadInput flags = workload_from_flags(opts.workload);
   const PlanRequest request = load_plan(opts.model, flags);
   check_fit_request(request, flags, target, limits.max_device.has_value(), origin);
-  if (limits.min_headroom && !request.gpu && !target.catalog) {
-    throw InputError("--min-headroom", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
-  }
+  if (limits.min_headroom && !target.catalog) io::require_gpu(request.gpu, "--min-headroom");
 
   FitReport report;
   report.request = request;

@@ -16,6 +16,11 @@ int fail(const std::string& message, int code) {
   return code;
 }
 
+// A command that takes one model was given none (a usage error).
+vramcalc::InputError missing_model(const std::string& command) {
+  return vramcalc::InputError(command, "missing MODEL (a preset name, a config.json or a plan file)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,7 +49,7 @@ int main(int argc, char** argv) {
     if (plan->parsed()) {
       reject_extras(*plan);
       if (plan_opts.model.empty()) {
-        throw vramcalc::InputError("plan", "missing MODEL (a preset name, a config.json or a plan file)");
+        throw missing_model("plan");
       }
       return run_plan(plan_opts);
     }
@@ -59,14 +64,14 @@ int main(int argc, char** argv) {
     if (advise->parsed()) {
       reject_extras(*advise);
       if (advise_opts.model.empty()) {
-        throw vramcalc::InputError("advise", "missing MODEL (a preset name, a config.json or a plan file)");
+        throw missing_model("advise");
       }
       return run_advise(advise_opts);
     }
     if (fit->parsed()) {
       reject_extras(*fit);
       if (fit_opts.model.empty()) {
-        throw vramcalc::InputError("fit", "missing MODEL (a preset name, a config.json or a plan file)");
+        throw missing_model("fit");
       }
       return run_fit(fit_opts);
     }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "io/errors.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/estimate.hpp"
 #include "vramcalc/render.hpp"
@@ -50,9 +51,9 @@ PlanResult checked_plan(PlanRequest request, const std::string& model_arg) {
 }
 
 void check_gate_inputs(const OutputOptions& out, const std::optional<Gpu>& gpu) {
-  if (out.check && !gpu) throw InputError("--check", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
-  if (out.min_headroom_opt != nullptr && out.min_headroom_opt->count() > 0 && !gpu) {
-    throw InputError("--min-headroom", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
+  if (out.check) io::require_gpu(gpu, "--check");
+  if (out.min_headroom_opt != nullptr && out.min_headroom_opt->count() > 0) {
+    io::require_gpu(gpu, "--min-headroom");
   }
 }
 

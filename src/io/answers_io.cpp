@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "io/errors.hpp"
 #include "io/spell.hpp"
 #include "vramcalc/error.hpp"
 
@@ -26,9 +27,7 @@ FitTarget parse_fit_target(std::string_view text, std::string_view origin) {
   if (text == "concurrency") return {FitKnob::concurrency, false};
   if (text == "gpus") return {FitKnob::gpus, false};
   if (text == "gpu") return {FitKnob::gpus, true};
-  throw InputError(std::string(origin),
-                   fmt::format("unknown value \"{}\"{} (choose from {})", text,
-                               io::did_you_mean(text, fit_targets()), io::join(fit_targets())));
+  throw io::unknown_value(std::string(origin), text, fit_targets());
 }
 
 FitKnob parse_curve_knob(std::string_view text, std::string_view origin) {
@@ -109,7 +108,7 @@ void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, c
       break;
   }
   if (!target.catalog && !request.gpu && !has_max_device) {
-    throw InputError(where, "needs a limit: give --gpu NAME, --gpu-mem SIZE or --max-device SIZE");
+    throw io::needs_limit(where);
   }
 }
 
