@@ -34,11 +34,10 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   if (w.dtype == DType::fp32 && qlora) {
     conflict(in.dtype->origin, "QLoRA computes in 16-bit (bnb_4bit_compute_dtype): use --dtype bf16 or fp16");
   }
-  if (in.zero && in.zero->value == 3) {
-    conflict(in.zero->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
-  }
-  if (in.fsdp && in.fsdp->value == 3) {
-    conflict(in.fsdp->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+  for (const auto* stage : {&in.zero, &in.fsdp}) {
+    if (*stage && (*stage)->value == 3) {
+      conflict((*stage)->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
+    }
   }
   Lora& l = w.lora;
   l.kind = in.adapter->value;

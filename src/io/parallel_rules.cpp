@@ -139,6 +139,7 @@ void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput
 
 }  // namespace
 
+// The splits over ranks are Megatron's; other frameworks take none of them.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   if (r.workload.framework == Framework::megatron) {
     resolve_parallel(model, r, in);

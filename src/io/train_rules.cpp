@@ -161,6 +161,8 @@ void resolve_sharding(PlanRequest& r, const WorkloadInput& in) {
 
 }  // namespace
 
+// In this order: an earlier step's error wins, and later steps read what
+// earlier ones set (the LoRA dtype picks the default checkpointing).
 void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   resolve_precision(r, in);
   if (in.adapter) resolve_lora(model, r, in);
