@@ -6,9 +6,16 @@
 // states without a master copy, fp8 KV cache or weights when serving). Each
 // is evaluated alone against the plan, and the smallest combination that
 // fits is searched for. Costs are cited figures, not modelled.
+//
+// A lever is a set of workload settings, text as flags give them. The
+// caller resolves them: the plan's own input with the lever's settings
+// overlaid, through the input boundary like any plan (src/cli/advise.cpp
+// builds that from load_plan). A lever the boundary refuses does not apply,
+// so advise restates none of its rules.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,16 +24,24 @@
 
 namespace vramcalc {
 
+/// Workload keys and values as text, as flags and plan files give them:
+/// {{"zero", "3"}, {"offload", "optimizer"}}.
+using LeverSettings = std::vector<std::pair<std::string, std::string>>;
+
+/// The plan's own input with `lever` overlaid (the lever's settings win),
+/// resolved; throws InputError where the input boundary refuses them.
+using LeverResolver = std::function<PlanRequest(const LeverSettings& lever)>;
+
 /// One lever applied alone.
 struct Lever {
-  std::string name;   ///< "checkpoint=full", "zero=3", "batch=2 ×4 accumulation"
-  std::string group;  ///< levers of one group exclude each other: "checkpoint"
-  std::vector<std::pair<std::string, std::string>> settings;  ///< workload keys and values it sets
-  std::string what;                                           ///< for people
-  std::string cost;                                           ///< with a figure
-  std::string source;                                         ///< of the cost figure
+  std::string name;             ///< "checkpoint=full", "zero=3", "batch=2 ×4 accumulation"
+  std::string group;            ///< levers of one group exclude each other: "checkpoint"
+  LeverSettings settings;       ///< workload keys and values it sets
+  std::string what;             ///< for people
+  std::string cost;             ///< with a figure
+  std::string source;           ///< of the cost figure
   std::uint32_t cost_rank = 0;  ///< 0 free … 9 expensive; orders ties in combinations
-  Workload workload;            ///< the plan's workload with the lever applied
+  Workload workload;            ///< the plan's input with the lever's settings, resolved
   std::uint64_t peak_device = 0;
   std::int64_t bytes_saved = 0;  ///< plan peak − lever peak (negative: it costs memory)
   bool fits = false;
@@ -38,8 +53,8 @@ struct Lever {
 /// The fewest levers that together fit, cheapest first among equals.
 struct Combination {
   std::vector<std::string> levers;  ///< lever names
-  std::vector<std::pair<std::string, std::string>> settings;
-  Workload workload;
+  LeverSettings settings;
+  Workload workload;  ///< the plan's input with every lever's settings, resolved
   std::uint64_t peak_device = 0;
   bool fits = false;
 };
@@ -56,7 +71,16 @@ struct Advice {
   std::uint64_t evaluations = 0;
 };
 
-/// Levers for the request under a device-memory limit.
+/// Levers for the request under a device-memory limit; `resolve_lever`
+/// resolves the request's own input with a lever's settings overlaid.
+[[nodiscard]] Advice advise(const PlanRequest& request, std::uint64_t limit,
+                            const LeverResolver& resolve_lever);
+
+/// For a caller that holds the resolved request only, not its input (the
+/// unit tests, the fuzz target): each lever's settings are parsed by the
+/// input boundary and copied onto the resolved workload (apply_settings,
+/// src/core/advise_resolved.cpp). Prefer the form with a resolver, which
+/// checks every rule of the input boundary.
 [[nodiscard]] Advice advise(const PlanRequest& request, std::uint64_t limit);
 
 }  // namespace vramcalc

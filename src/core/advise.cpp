@@ -25,7 +25,6 @@
 #include "vramcalc/advise.hpp"
 
 #include <algorithm>
-#include <functional>
 
 #include <fmt/format.h>
 
@@ -52,72 +51,104 @@ std::int64_t saved(std::uint64_t before, std::uint64_t after) {
                          : -static_cast<std::int64_t>(std::min(after - before, max));
 }
 
-// A lever before evaluation: how it changes a workload.
-struct Candidate {
-  Lever lever;
-  std::function<void(Workload&)> apply;
-};
+using NotApplicable = std::vector<std::pair<std::string, std::string>>;
 
-void add(std::vector<Candidate>& out, std::string group, std::string name,
-         std::vector<std::pair<std::string, std::string>> settings, std::string what, std::string cost,
-         std::string source, std::uint32_t rank, std::function<void(Workload&)> apply) {
-  Lever l;
-  l.name = std::move(name);
-  l.group = std::move(group);
-  l.settings = std::move(settings);
-  l.what = std::move(what);
-  l.cost = std::move(cost);
-  l.source = std::move(source);
-  l.cost_rank = rank;
-  out.push_back({std::move(l), std::move(apply)});
+// An input error's problem, without the setting it names.
+std::string problem(const InputError& e) {
+  std::string text = e.what();
+  const std::string prefix = e.where() + ": ";
+  if (!e.where().empty() && text.starts_with(prefix)) text.erase(0, prefix.size());
+  return text;
 }
+
+// The levers of one plan as they are found: each resolved through the
+// caller's resolver when it is added. A lever the input boundary refuses
+// is dropped; where the articles discuss it (`refused_as`), the
+// boundary's reason is listed among the levers not considered.
+struct Levers {
+  const PlanRequest& request;
+  const LeverResolver& resolve;
+  NotApplicable& not_applicable;
+  std::vector<Lever> out;
+
+  // The plan's input with `settings`, resolved; nullopt where refused.
+  std::optional<Workload> resolved(const LeverSettings& settings, const std::string& refused_as) {
+    try {
+      return resolve(settings).workload;
+    } catch (const InputError& e) {
+      const bool listed = std::any_of(not_applicable.begin(), not_applicable.end(),
+                                      [&](const auto& na) { return na.first == refused_as; });
+      if (!refused_as.empty() && !listed) not_applicable.emplace_back(refused_as, problem(e));
+      return std::nullopt;
+    }
+  }
+
+  void add(Lever l, std::optional<Workload> w) {
+    if (!w) return;
+    l.workload = std::move(*w);
+    out.push_back(std::move(l));
+  }
+
+  void add(std::string group, std::string name, LeverSettings settings, std::string what, std::string cost,
+           std::string source, std::uint32_t rank, const std::string& refused_as = {}) {
+    Lever l;
+    l.name = std::move(name);
+    l.group = std::move(group);
+    l.settings = std::move(settings);
+    l.what = std::move(what);
+    l.cost = std::move(cost);
+    l.source = std::move(source);
+    l.cost_rank = rank;
+    std::optional<Workload> w = resolved(l.settings, refused_as);
+    add(std::move(l), std::move(w));
+  }
+};
 
 constexpr const char* k_korthikanti =
     "Korthikanti et al. 2022, Reducing Activation Recomputation in Large Transformer Models, Table 4";
 constexpr const char* k_zero = "Rajbhandari et al. 2020, ZeRO, §7.2";
 
-void checkpoint_levers(const Workload& w, std::uint64_t layers, std::vector<Candidate>& out) {
+// Finer checkpointing than the plan's. Selective recompute is Megatron's
+// (the input boundary refuses it elsewhere).
+void checkpoint_levers(Levers& out) {
+  const Workload& w = out.request.workload;
+  const std::uint64_t layers = out.request.model.num_layers;
   const CheckpointKind k = w.checkpoint.kind;
   if (k == CheckpointKind::full) return;
-  if (w.framework == Framework::megatron && k == CheckpointKind::none) {
-    add(out, "checkpoint", "checkpoint=selective", {{"checkpoint", "selective"}},
-        "recompute the attention core in backward instead of keeping its softmax and dropout outputs",
-        "+7% time per layer (22B GPT)", k_korthikanti, 2, [](Workload& x) {
-          x.checkpoint = {CheckpointKind::selective, 0};
-        });
+  if (k == CheckpointKind::none) {
+    out.add("checkpoint", "checkpoint=selective", {{"checkpoint", "selective"}},
+            "recompute the attention core in backward instead of keeping its softmax and dropout outputs",
+            "+7% time per layer (22B GPT)", k_korthikanti, 2);
   }
   for (std::uint64_t every : {std::uint64_t{4}, std::uint64_t{2}}) {
     const bool finer = k == CheckpointKind::none || k == CheckpointKind::selective ||
                        (k == CheckpointKind::every && w.checkpoint.every > every);
     if (!finer || every >= layers) continue;
-    add(out, "checkpoint", fmt::format("checkpoint=every:{}", every),
+    out.add(
+        "checkpoint", fmt::format("checkpoint=every:{}", every),
         {{"checkpoint", fmt::format("every:{}", every)}},
         fmt::format("keep only the input of every {}th layer and recompute those layers in backward", every),
         fmt::format("about +{}% time per step: 1/{} of the layers pay full recomputation's +39%", 39 / every,
                     every),
-        k_korthikanti, every == 4 ? 3 : 4, [every](Workload& x) {
-          x.checkpoint = {CheckpointKind::every, every};
-        });
+        k_korthikanti, every == 4 ? 3 : 4);
   }
-  add(out, "checkpoint", "checkpoint=full", {{"checkpoint", "full"}},
-      "keep only each layer's input and recompute the layer in backward",
-      "+39% time per layer (22B GPT): one extra forward pass", k_korthikanti, 5, [](Workload& x) {
-        x.checkpoint = {CheckpointKind::full, 0};
-      });
+  out.add("checkpoint", "checkpoint=full", {{"checkpoint", "full"}},
+          "keep only each layer's input and recompute the layer in backward",
+          "+39% time per layer (22B GPT): one extra forward pass", k_korthikanti, 5);
 }
 
-void zero_levers(const Workload& w, std::vector<Candidate>& out,
-                 std::vector<std::pair<std::string, std::string>>& not_applicable) {
+// The next ZeRO stages (ZeRO-3 with a frozen base is refused by the input
+// boundary).
+void zero_levers(Levers& out) {
+  const Workload& w = out.request.workload;
   if (w.zero >= 3) return;
   if (w.dp <= 1) {
-    not_applicable.emplace_back("zero",
-                                "ZeRO/FSDP shard states across data-parallel ranks and --dp is 1; "
-                                "`vramcalc fit --for gpus` finds how many ranks fit");
+    out.not_applicable.emplace_back("zero",
+                                    "ZeRO/FSDP shard states across data-parallel ranks and --dp is 1; "
+                                    "`vramcalc fit --for gpus` finds how many ranks fit");
     return;
   }
-  // LoRA or --freeze with a sharded frozen base (ZeRO-3 / FSDP) is not modelled.
-  const std::uint32_t last = w.lora.kind == Adapter::none && !w.freeze.any() ? 3 : 2;
-  for (std::uint32_t stage = w.zero + 1; stage <= last; ++stage) {
+  for (std::uint32_t stage = w.zero + 1; stage <= 3; ++stage) {
     const std::string cost =
         stage == 3 ? "1.5× DDP's communication per step (3Ψ instead of 2Ψ), and each layer waits for its "
                      "all-gather unless prefetched"
@@ -125,116 +156,83 @@ void zero_levers(const Workload& w, std::vector<Candidate>& out,
     const std::string what = stage == 1   ? "shard optimizer states and master weights across the ranks"
                              : stage == 2 ? "also shard gradients across the ranks"
                                           : "also shard the weights, gathering each layer when it runs";
-    add(out, "zero", fmt::format("zero={}", stage), {{"zero", std::to_string(stage)}}, what, cost, k_zero,
-        stage == 3 ? 4 : 1, [stage](Workload& x) { x.zero = stage; });
+    out.add("zero", fmt::format("zero={}", stage), {{"zero", std::to_string(stage)}}, what, cost, k_zero,
+            stage == 3 ? 4 : 1);
   }
+}
+
+// The cost of an offload lever: host memory and the host link's traffic of
+// its resolved workload `x`.
+std::string offload_cost(const PlanRequest& r, const Workload& x) {
+  const Workload& w = r.workload;
+  std::uint64_t to_host = 0;
+  std::uint64_t from_host = 0;
+  for (const Node& n : host_link_traffic(r.model, x)) {
+    (n.id.starts_with("d2h.") ? to_host : from_host) += n.bytes;
+  }
+  const double rate = static_cast<double>(w.offload.link_bytes_per_s);
+  const std::uint64_t node = std::min(w.offload.gpus_per_node, w.dp);
+  const std::uint64_t host = checked_mul(estimate(r.model, x).host_bytes, node);
+  return fmt::format(
+      "the optimizer step runs on the CPU; {} GiB of host memory per node of {} GPU{}; per step "
+      "{} GiB to the host ({:.2f} s) and {} GiB back ({:.2f} s) at {:.1f} GB/s each way",
+      format_gib(host), node, node == 1 ? "" : "s", format_gib(to_host), static_cast<double>(to_host) / rate,
+      format_gib(from_host), static_cast<double>(from_host) / rate, rate / 1e9);
 }
 
 // DeepSpeed offload as levers of the ZeRO group (one ZeRO choice per
 // combination): ZeRO-Offload under ZeRO-2 (or the plan's ZeRO-3), and
-// ZeRO-3 with the parameters offloaded too. Both run the mixed regime.
-void offload_levers(const PlanRequest& r, std::vector<Candidate>& out,
-                    std::vector<std::pair<std::string, std::string>>& not_applicable) {
+// ZeRO-3 with the parameters offloaded too. Both run the mixed regime;
+// where the input boundary refuses offload (framework, adapters, an
+// optimizer DeepSpeed does not run on the CPU), its reason is listed.
+void offload_levers(Levers& out) {
+  const PlanRequest& r = out.request;
   const Workload& w = r.workload;
   if (w.offload.kind != OffloadKind::none) return;
   if (std::find(r.defaulted.begin(), r.defaulted.end(), "offload") == r.defaulted.end()) {
-    not_applicable.emplace_back("offload", "ruled out with --offload none");
-    return;
-  }
-  if (w.framework != Framework::hf || w.lora.kind != Adapter::none || w.freeze.any()) {
-    not_applicable.emplace_back("offload",
-                                "modelled for full training with --framework hf (DeepSpeed, FSDP)");
-    return;
-  }
-  if (w.optimizer != Optimizer::adamw && w.optimizer != Optimizer::adam && w.optimizer != Optimizer::lion) {
-    not_applicable.emplace_back("offload", "DeepSpeed's CPU optimizers are Adam(W) and Lion");
+    out.not_applicable.emplace_back("offload", "ruled out with --offload none");
     return;
   }
   for (const OffloadKind kind : {OffloadKind::optimizer, OffloadKind::params}) {
     const std::uint32_t zero = kind == OffloadKind::params ? 3U : std::max(w.zero, 2U);
-    auto apply = [kind, zero](Workload& x) {
-      x.zero = zero;
-      x.precision = Precision::mixed;
-      if (x.dtype == DType::fp32) x.dtype = DType::bf16;
-      x.offload.kind = kind;
-      x.offload.fsdp = false;
-    };
-    Workload x = w;
-    apply(x);
-    std::uint64_t to_host = 0;
-    std::uint64_t from_host = 0;
-    for (const Node& n : host_link_traffic(r.model, x)) {
-      (n.id.starts_with("d2h.") ? to_host : from_host) += n.bytes;
-    }
-    const double rate = static_cast<double>(w.offload.link_bytes_per_s);
-    const std::uint64_t node = std::min(w.offload.gpus_per_node, w.dp);
-    const std::uint64_t host = checked_mul(estimate(r.model, x).host_bytes, node);
-    std::vector<std::pair<std::string, std::string>> settings = {{"zero", std::to_string(zero)}};
+    LeverSettings settings = {{"zero", std::to_string(zero)}};
     if (w.precision != Precision::mixed) settings.emplace_back("precision", "mixed");
     if (w.dtype == DType::fp32) settings.emplace_back("dtype", "bf16");
     settings.emplace_back("offload", std::string(name_of(kind)));
-    add(out, "zero", fmt::format("zero={} + offload={}", zero, name_of(kind)), std::move(settings),
-        kind == OffloadKind::params
-            ? "ZeRO-3 with the optimizer's states and the 16-bit parameter shards in host memory"
-            : "master weights, optimizer states and fp32 gradients in host memory (ZeRO-Offload)",
-        fmt::format(
-            "the optimizer step runs on the CPU; {} GiB of host memory per node of {} GPU{}; per step "
-            "{} GiB to the host ({:.2f} s) and {} GiB back ({:.2f} s) at {:.1f} GB/s each way",
-            format_gib(host), node, node == 1 ? "" : "s", format_gib(to_host),
-            static_cast<double>(to_host) / rate, format_gib(from_host), static_cast<double>(from_host) / rate,
-            rate / 1e9),
-        "Ren et al. 2021, ZeRO-Offload, §4; DeepSpeed runtime/zero", kind == OffloadKind::params ? 7 : 6,
-        apply);
+    std::optional<Workload> x = out.resolved(settings, "offload");
+    if (!x) continue;
+    Lever l;
+    l.name = fmt::format("zero={} + offload={}", zero, name_of(kind));
+    l.group = "zero";
+    l.settings = std::move(settings);
+    l.what = kind == OffloadKind::params
+                 ? "ZeRO-3 with the optimizer's states and the 16-bit parameter shards in host memory"
+                 : "master weights, optimizer states and fp32 gradients in host memory (ZeRO-Offload)";
+    l.cost = offload_cost(r, *x);
+    l.source = "Ren et al. 2021, ZeRO-Offload, §4; DeepSpeed runtime/zero";
+    l.cost_rank = kind == OffloadKind::params ? 7 : 6;
+    out.add(std::move(l), std::move(x));
   }
-}
-
-// The chunked loss applies where the input boundary accepts it
-// (check_chunked_loss in src/io/workload_io.cpp): hf, no final-logit
-// soft-capping, and at least as many positions as chunks.
-void loss_lever(const PlanRequest& r, std::vector<Candidate>& out,
-                std::vector<std::pair<std::string, std::string>>& not_applicable) {
-  const Workload& w = r.workload;
-  if (w.loss.kind != LossImpl::standard) return;
-  constexpr std::uint64_t chunks = 8;  // torchtune's default num_output_chunks
-  std::string why;
-  if (w.framework != Framework::hf) {
-    why =
-        "modelled for --framework hf (torchtune LinearCrossEntropyLoss); megatron's vocab-parallel "
-        "cross-entropy is its own loss";
-  } else if (r.model.final_logit_softcapping > 0) {
-    why = "the model soft-caps its final logits, which LinearCrossEntropyLoss does not do";
-  } else if (w.seq < chunks) {
-    why = fmt::format("needs at least {} positions per sequence", chunks);
-  }
-  if (!why.empty()) {
-    not_applicable.emplace_back("chunked cross-entropy", why);
-    return;
-  }
-  add(out, "loss", fmt::format("loss=chunked:{}", chunks), {{"loss", fmt::format("chunked:{}", chunks)}},
-      "project, upcast and reduce the logits one chunk of positions at a time instead of all at once",
-      "no extra arithmetic and the same loss: the output projection runs as 8 smaller matmuls; the "
-      "training loop must hand the hidden states to the loss (torchtune LinearCrossEntropyLoss)",
-      "torchtune docs, LinearCrossEntropyLoss", 1, [](Workload& x) {
-        x.loss = {LossImpl::chunked, chunks};
-      });
 }
 
 // Serving with transformers (or an engine that reads the same checkpoints).
-void serving_levers(const Workload& w, std::vector<Candidate>& out) {
+void serving_levers(Levers& out) {
+  const Workload& w = out.request.workload;
   if (w.kv_dtype != DType::fp8 && w.kv_dtype != DType::fp32) {
-    add(out, "kv", "kv-dtype=fp8", {{"kv_dtype", "fp8"}}, "store the KV cache in fp8 (1 byte per element)",
-        "1 byte instead of 2 per element; the engine must support fp8 attention (vLLM, TensorRT-LLM)",
-        "vLLM docs, Quantized KV Cache (fp8 e4m3)", 2, [](Workload& x) { x.kv_dtype = DType::fp8; });
+    out.add("kv", "kv-dtype=fp8", {{"kv_dtype", "fp8"}}, "store the KV cache in fp8 (1 byte per element)",
+            "1 byte instead of 2 per element; the engine must support fp8 attention (vLLM, TensorRT-LLM)",
+            "vLLM docs, Quantized KV Cache (fp8 e4m3)", 2);
   }
   if (w.quant.kind != QuantKind::none) return;  // already a quantized checkpoint
   if (w.dtype != DType::fp8) {
     // --kv-dtype follows --dtype by default: keep the cache's type as it is.
-    add(out, "weights", "dtype=fp8", {{"dtype", "fp8"}, {"kv_dtype", std::string(name_of(w.kv_dtype))}},
-        "fp8 weights, dequantised per matmul",
-        "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
-        "vramcalc weight_bytes (docs/formulas.md, Weights)", 3, [](Workload& x) { x.dtype = DType::fp8; });
+    out.add("weights", "dtype=fp8", {{"dtype", "fp8"}, {"kv_dtype", std::string(name_of(w.kv_dtype))}},
+            "fp8 weights, dequantised per matmul",
+            "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
+            "vramcalc weight_bytes (docs/formulas.md, Weights)", 3);
   }
-  add(out, "weights", "quant=gptq:4:128", {{"quant", "gptq:4:128"}},
+  out.add(
+      "weights", "quant=gptq:4:128", {{"quant", "gptq:4:128"}},
       "a 4-bit GPTQ checkpoint (group size 128) of the same model",
       "3-4 bits per weight with negligible accuracy loss on the paper's models; a quantized checkpoint to "
       "find "
@@ -242,83 +240,87 @@ void serving_levers(const Workload& w, std::vector<Candidate>& out) {
       "Frantar et al. 2023, GPTQ: Accurate Post-Training Quantization for Generative Pre-trained "
       "Transformers, "
       "abstract",
-      4, [](Workload& x) {
-        x.quant = Quant{QuantKind::gptq, 4, 128};
-      });
+      4);
 }
 
-// llama.cpp: its quantized cache types and smaller GGUF file types.
-void llamacpp_levers(const Workload& w, std::vector<Candidate>& out) {
-  if (!w.kv_block && w.attention == AttentionImpl::flash) {
-    add(out, "kv", "kv-dtype=q8_0", {{"kv_dtype", "q8_0"}}, "store the KV cache in q8_0 (34 B per 32 values)",
-        "about half the f16 cache; llama.cpp quantizes the V cache only with flash attention",
-        "llama.cpp ggml-common.h block_q8_0; src/llama-context.cpp", 2,
-        [](Workload& x) { x.kv_block = GgufType::Q8_0; });
+// llama.cpp: its quantized cache types (the input boundary checks flash
+// attention and whole blocks) and smaller GGUF file types.
+void llamacpp_levers(Levers& out) {
+  const Workload& w = out.request.workload;
+  if (!w.kv_block) {
+    out.add("kv", "kv-dtype=q8_0", {{"kv_dtype", "q8_0"}}, "store the KV cache in q8_0 (34 B per 32 values)",
+            "about half the f16 cache; llama.cpp quantizes the V cache only with flash attention",
+            "llama.cpp ggml-common.h block_q8_0; src/llama-context.cpp", 2);
   }
   const GgufMix mix = w.quant.mix;
   const bool larger = mix == GgufMix::F16 || mix == GgufMix::BF16 || mix == GgufMix::Q8_0 ||
                       mix == GgufMix::Q6_K || mix == GgufMix::Q5_K_M;
   if (larger) {
-    add(out, "weights", "quant=gguf:Q4_K_M", {{"quant", "gguf:Q4_K_M"}}, "the Q4_K_M file of the same model",
-        "4.89 bits per weight on Llama-3.1-8B in llama.cpp's table; fewer bits lose more quality",
-        "llama.cpp tools/quantize/README.md (size table)", 4,
-        [](Workload& x) { x.quant.mix = GgufMix::Q4_K_M; });
+    out.add("weights", "quant=gguf:Q4_K_M", {{"quant", "gguf:Q4_K_M"}}, "the Q4_K_M file of the same model",
+            "4.89 bits per weight on Llama-3.1-8B in llama.cpp's table; fewer bits lose more quality",
+            "llama.cpp tools/quantize/README.md (size table)", 4);
   }
 }
 
-std::vector<Candidate> candidates(const PlanRequest& r,
-                                  std::vector<std::pair<std::string, std::string>>& na) {
-  const Workload& w = r.workload;
-  std::vector<Candidate> out;
+// Training: checkpointing, ZeRO and offload, the optimizer, precision and
+// the loss (torchtune's chunked loss where the input boundary accepts it).
+void training_levers(Levers& out) {
+  const Workload& w = out.request.workload;
+  checkpoint_levers(out);
+  zero_levers(out);
+  offload_levers(out);
+  if (w.optimizer == Optimizer::adamw || w.optimizer == Optimizer::adam) {
+    out.add("optimizer", "optimizer=adamw-8bit", {{"optimizer", "adamw-8bit"}},
+            "bitsandbytes 8-bit AdamW: block-wise quantised optimizer states",
+            "32-bit Adam's results kept on the paper's benchmarks; a new dependency (bitsandbytes)",
+            "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization, abstract", 1);
+  }
+  if (w.precision != Precision::pure) {
+    out.add("precision", "precision=pure",
+            w.precision == Precision::fp32 ? LeverSettings{{"precision", "pure"}, {"dtype", "bf16"}}
+                                           : LeverSettings{{"precision", "pure"}},
+            "16-bit weights, gradients and optimizer states, no fp32 master copy",
+            "updates smaller than a 16-bit weight's rounding step are lost; the fp32 master copy exists to "
+            "keep them",
+            "Micikevicius et al. 2018, Mixed Precision Training, §3.1", 6);
+  }
+  if (w.loss.kind == LossImpl::standard) {
+    constexpr std::uint64_t chunks = 8;  // torchtune's default num_output_chunks
+    out.add("loss", fmt::format("loss=chunked:{}", chunks), {{"loss", fmt::format("chunked:{}", chunks)}},
+            "project, upcast and reduce the logits one chunk of positions at a time instead of all at once",
+            "no extra arithmetic and the same loss: the output projection runs as 8 smaller matmuls; the "
+            "training loop must hand the hidden states to the loss (torchtune LinearCrossEntropyLoss)",
+            "torchtune docs, LinearCrossEntropyLoss", 1, "chunked cross-entropy");
+  }
+  if (w.lora.kind == Adapter::none) {
+    out.not_applicable.emplace_back("LoRA / QLoRA",
+                                    "trains adapters instead of the model, a different method: plan it with "
+                                    "--mode lora or --mode qlora");
+  }
+}
+
+void candidates(Levers& out) {
+  const Workload& w = out.request.workload;
   if (w.attention == AttentionImpl::eager) {
-    add(out, "attention", "attention=flash", {{"attention", "flash"}},
-        "a fused attention kernel that keeps per-row softmax statistics instead of the score matrices",
-        "none: exact attention, and faster (3× for GPT-2 training at 1K tokens)",
-        "Dao et al. 2022, FlashAttention, abstract", 0,
-        [](Workload& x) { x.attention = AttentionImpl::flash; });
+    out.add("attention", "attention=flash", {{"attention", "flash"}},
+            "a fused attention kernel that keeps per-row softmax statistics instead of the score matrices",
+            "none: exact attention, and faster (3× for GPT-2 training at 1K tokens)",
+            "Dao et al. 2022, FlashAttention, abstract", 0);
   }
   if (w.mode == Mode::train) {
-    checkpoint_levers(w, r.model.num_layers, out);
-    zero_levers(w, out, na);
-    offload_levers(r, out, na);
-    if (w.optimizer == Optimizer::adamw || w.optimizer == Optimizer::adam) {
-      add(out, "optimizer", "optimizer=adamw-8bit", {{"optimizer", "adamw-8bit"}},
-          "bitsandbytes 8-bit AdamW: block-wise quantised optimizer states",
-          "32-bit Adam's results kept on the paper's benchmarks; a new dependency (bitsandbytes)",
-          "Dettmers et al. 2022, 8-bit Optimizers via Block-wise Quantization, abstract", 1,
-          [](Workload& x) { x.optimizer = Optimizer::adamw_8bit; });
-    }
-    if (w.precision != Precision::pure) {
-      add(out, "precision", "precision=pure",
-          w.precision == Precision::fp32
-              ? std::vector<std::pair<std::string, std::string>>{{"precision", "pure"}, {"dtype", "bf16"}}
-              : std::vector<std::pair<std::string, std::string>>{{"precision", "pure"}},
-          "16-bit weights, gradients and optimizer states, no fp32 master copy",
-          "updates smaller than a 16-bit weight's rounding step are lost; the fp32 master copy exists to "
-          "keep them",
-          "Micikevicius et al. 2018, Mixed Precision Training, §3.1", 6, [](Workload& x) {
-            x.precision = Precision::pure;
-            if (x.dtype == DType::fp32) x.dtype = DType::bf16;
-          });
-    }
-    loss_lever(r, out, na);
-    if (w.lora.kind == Adapter::none) {
-      na.emplace_back("LoRA / QLoRA",
-                      "trains adapters instead of the model, a different method: plan it with --mode lora or "
-                      "--mode qlora");
-    }
+    training_levers(out);
   } else if (w.engine == Engine::llamacpp) {
-    llamacpp_levers(w, out);
+    llamacpp_levers(out);
   } else {
-    serving_levers(w, out);
+    serving_levers(out);
   }
-  return out;
 }
 
 // The largest micro-batch below the plan's that fits, with accumulation.
-std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, std::uint64_t& evaluations) {
+void micro_batch(Levers& out, std::uint64_t limit, std::uint64_t& evaluations) {
+  const PlanRequest& r = out.request;
   const Workload& w = r.workload;
-  if (w.batch <= 1) return std::nullopt;
+  if (w.batch <= 1) return;
   // With accumulation the gradients stay live through the next forward
   // passes: search the micro-batch with that cost counted.
   Workload one = w;
@@ -329,154 +331,169 @@ std::optional<Candidate> micro_batch(const PlanRequest& r, std::uint64_t limit, 
   std::uint64_t b = s.answer ? std::min(*s.answer, w.batch - 1) : 1;
   const std::uint64_t steps = ceil_div(w.batch, b);
   b = ceil_div(w.batch, steps);  // the same number of steps with balanced micro-batches
-  Candidate c;
-  const bool train = w.mode == Mode::train;
-  c.lever.name = train ? fmt::format("batch={} ×{} accumulation", b, steps) : fmt::format("batch={}", b);
-  c.lever.group = "batch";
   // More accumulation steps than 64 bits count is no lever.
-  if (w.grad_accum > UINT64_MAX / steps) return std::nullopt;
-  const std::uint64_t accum = steps * w.grad_accum;
-  c.lever.settings = {{"batch", std::to_string(b)}};
-  if (train) c.lever.settings.emplace_back("grad_accum", std::to_string(accum));
-  c.lever.what = train ? fmt::format(
-                             "micro-batch {} with {} gradient-accumulation steps: the same {} sequences "
-                             "per optimizer step",
-                             b, steps, w.batch)
-                       : fmt::format("serve {} sequences at once instead of {}", b, w.batch);
-  c.lever.cost = train ? fmt::format(
-                             "{} forward/backward passes of {} instead of one of {}; the update is the "
-                             "same, smaller matmuls use the GPU less efficiently",
-                             steps, b, w.batch)
-                       : fmt::format("{}% of the concurrent sequences", b * 100 / w.batch);
-  c.lever.source = train ? "PyTorch autograd: backward() adds into .grad, so micro-batch gradients sum"
-                         : "vramcalc (KV cache and working set scale with the batch)";
-  c.lever.cost_rank = 5;
-  c.apply = [b, accum, train](Workload& x) {
-    x.batch = std::min(x.batch, b);
-    if (train) x.grad_accum = accum;
-  };
-  return c;
+  if (w.grad_accum > UINT64_MAX / steps) return;
+  const bool train = w.mode == Mode::train;
+  LeverSettings settings = {{"batch", std::to_string(b)}};
+  if (train) settings.emplace_back("grad_accum", std::to_string(steps * w.grad_accum));
+  out.add("batch", train ? fmt::format("batch={} ×{} accumulation", b, steps) : fmt::format("batch={}", b),
+          std::move(settings),
+          train ? fmt::format("micro-batch {} with {} gradient-accumulation steps: the same {} sequences "
+                              "per optimizer step",
+                              b, steps, w.batch)
+                : fmt::format("serve {} sequences at once instead of {}", b, w.batch),
+          train ? fmt::format("{} forward/backward passes of {} instead of one of {}; the update is the "
+                              "same, smaller matmuls use the GPU less efficiently",
+                              steps, b, w.batch)
+                : fmt::format("{}% of the concurrent sequences", b * 100 / w.batch),
+          train ? "PyTorch autograd: backward() adds into .grad, so micro-batch gradients sum"
+                : "vramcalc (KV cache and working set scale with the batch)",
+          5);
 }
 
-}  // namespace
-
-Advice advise(const PlanRequest& r, std::uint64_t limit) {
-  Advice out;
-  out.limit_bytes = limit;
-  const ModelSpec& m = r.model;
-  out.peak_device = peak_of(m, r.workload, out.evaluations);
-  out.communication = communication_bytes(m, r.workload);
-  std::vector<Candidate> cands = candidates(r, out.not_applicable);
-  if (auto mb = micro_batch(r, limit, out.evaluations)) cands.push_back(std::move(*mb));
-
-  for (Candidate& c : cands) {
-    Lever l = c.lever;
-    l.workload = r.workload;
-    c.apply(l.workload);
-    l.peak_device = peak_of(m, l.workload, out.evaluations);
-    l.bytes_saved = saved(out.peak_device, l.peak_device);
+// Each lever's peak and traffic; the levers sorted by bytes saved, largest
+// first, ties by cost (a stable sort keeps the order found among equals).
+void evaluate(Advice& a, const ModelSpec& m, std::vector<Lever> levers, std::uint64_t limit) {
+  for (Lever& l : levers) {
+    l.peak_device = peak_of(m, l.workload, a.evaluations);
+    l.bytes_saved = saved(a.peak_device, l.peak_device);
     l.fits = l.peak_device <= limit;
     l.communication = communication_bytes(m, l.workload);
-    out.levers.push_back(std::move(l));
   }
-  // Sort by bytes saved, largest first; ties by cost, then name.
-  std::vector<std::size_t> order(out.levers.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const Lever& x = out.levers[a];
-    const Lever& y = out.levers[b];
+  std::stable_sort(levers.begin(), levers.end(), [](const Lever& x, const Lever& y) {
     if (x.bytes_saved != y.bytes_saved) return x.bytes_saved > y.bytes_saved;
     return x.cost_rank < y.cost_rank;
   });
-  std::vector<Lever> sorted;
-  std::vector<Candidate> sorted_cands;
-  for (std::size_t i : order) {
-    sorted.push_back(out.levers[i]);
-    sorted_cands.push_back(cands[i]);
-  }
-  out.levers = std::move(sorted);
-  cands = std::move(sorted_cands);
+  a.levers = std::move(levers);
+}
 
-  // Combinations: one option per group, fewest levers first; among equals
-  // the lowest summed cost rank, then the lowest peak. Only levers that save
-  // memory take part.
-  std::vector<std::string> groups;
-  for (const Candidate& c : cands) {
-    if (std::find(groups.begin(), groups.end(), c.lever.group) == groups.end())
-      groups.push_back(c.lever.group);
-  }
-  std::vector<std::vector<std::size_t>> options(groups.size());
-  for (std::size_t i = 0; i < cands.size(); ++i) {
-    if (out.levers[i].bytes_saved <= 0) continue;
-    const auto g = static_cast<std::size_t>(std::find(groups.begin(), groups.end(), cands[i].lever.group) -
-                                            groups.begin());
-    options[g].push_back(i);
-  }
-  std::optional<Combination> best;
-  std::uint32_t best_rank = 0;
-  std::vector<std::size_t> chosen;  // lever indices
-  // Depth-first over groups, bounded by the size being searched.
-  std::function<void(std::size_t, std::size_t)> visit = [&](std::size_t g, std::size_t left) {
-    if (left == 0 || g == groups.size()) {
-      if (left != 0) return;
-      Workload w = r.workload;
-      std::uint32_t rank = 0;
-      for (std::size_t i : chosen) {
-        cands[i].apply(w);
-        rank += cands[i].lever.cost_rank;
-      }
-      // Levers that cannot run together (offload with an 8-bit optimizer).
-      if (!offload_optimizer_runs_on_cpu(w)) return;
-      const std::uint64_t peak = peak_of(m, w, out.evaluations);
-      if (peak > limit) return;
-      if (best && (rank > best_rank || (rank == best_rank && peak >= best->peak_device))) return;
-      Combination c;
-      for (std::size_t i : chosen) {
-        c.levers.push_back(cands[i].lever.name);
-        for (const auto& s : cands[i].lever.settings) c.settings.push_back(s);
-      }
-      c.workload = w;
-      c.peak_device = peak;
-      c.fits = true;
-      best = std::move(c);
-      best_rank = rank;
-      return;
+// The combination search: one option per group, fewest levers first; among
+// equals the lowest summed cost rank, then the lowest peak. Only levers
+// that save memory take part. Each combination is the plan's input with
+// its levers' settings, resolved: one the input boundary refuses (offload
+// with an 8-bit optimizer) is not taken.
+class Search {
+ public:
+  Search(Advice& a, const PlanRequest& r, const LeverResolver& resolve, std::uint64_t limit)
+      : a_(a), r_(r), resolve_(resolve), limit_(limit) {
+    for (const Lever& l : a.levers) {
+      if (std::find(groups_.begin(), groups_.end(), l.group) == groups_.end()) groups_.push_back(l.group);
     }
-    visit(g + 1, left);  // skip this group
-    for (std::size_t i : options[g]) {
-      chosen.push_back(i);
-      visit(g + 1, left - 1);
-      chosen.pop_back();
+    options_.resize(groups_.size());
+    for (std::size_t i = 0; i < a.levers.size(); ++i) {
+      if (a.levers[i].bytes_saved <= 0) continue;
+      const auto g = static_cast<std::size_t>(std::find(groups_.begin(), groups_.end(), a.levers[i].group) -
+                                              groups_.begin());
+      options_[g].push_back(i);
     }
-  };
-  if (out.peak_device <= limit) {
-    // It fits as it is: no lever is needed.
-    best = Combination{{}, {}, r.workload, out.peak_device, true};
   }
-  for (std::size_t size = 1; size <= groups.size() && !best; ++size) visit(0, size);
-  if (!best) {
-    // Nothing fits: report every group's strongest lever together.
+
+  std::optional<Combination> smallest() {
+    for (std::size_t size = 1; size <= groups_.size() && !best_; ++size) visit(0, size);
+    return std::move(best_);
+  }
+
+  // Nothing fits: every group's strongest lever together, skipping those
+  // that cannot join the levers already taken.
+  std::optional<Combination> strongest() {
     Combination c;
-    Workload w = r.workload;
-    for (const auto& opts : options) {
+    Workload w = r_.workload;
+    for (const auto& opts : options_) {
       if (opts.empty()) continue;
       std::size_t strongest = opts.front();
       for (std::size_t i : opts) {
-        if (out.levers[i].bytes_saved > out.levers[strongest].bytes_saved) strongest = i;
+        if (a_.levers[i].bytes_saved > a_.levers[strongest].bytes_saved) strongest = i;
       }
-      Workload with = w;
-      cands[strongest].apply(with);
-      if (!offload_optimizer_runs_on_cpu(with)) continue;  // cannot join the levers already taken
-      w = with;
-      c.levers.push_back(cands[strongest].lever.name);
-      for (const auto& s : cands[strongest].lever.settings) c.settings.push_back(s);
+      LeverSettings with = c.settings;
+      const Lever& l = a_.levers[strongest];
+      with.insert(with.end(), l.settings.begin(), l.settings.end());
+      std::optional<Workload> x = resolved(with);
+      if (!x) continue;
+      w = std::move(*x);
+      c.levers.push_back(l.name);
+      c.settings = std::move(with);
     }
-    c.workload = w;
-    c.peak_device = peak_of(m, w, out.evaluations);
-    c.fits = c.peak_device <= limit;
-    if (!c.levers.empty()) best = std::move(c);
+    c.workload = std::move(w);
+    c.peak_device = peak_of(r_.model, c.workload, a_.evaluations);
+    c.fits = c.peak_device <= limit_;
+    if (c.levers.empty()) return std::nullopt;
+    return c;
   }
-  out.combination = std::move(best);
+
+ private:
+  std::optional<Workload> resolved(const LeverSettings& settings) const {
+    try {
+      return resolve_(settings).workload;
+    } catch (const InputError&) {
+      return std::nullopt;
+    }
+  }
+
+  void consider() {
+    Combination c;
+    std::uint32_t rank = 0;
+    for (std::size_t i : chosen_) {
+      const Lever& l = a_.levers[i];
+      c.levers.push_back(l.name);
+      c.settings.insert(c.settings.end(), l.settings.begin(), l.settings.end());
+      rank += l.cost_rank;
+    }
+    std::optional<Workload> w = resolved(c.settings);
+    if (!w) return;
+    const std::uint64_t peak = peak_of(r_.model, *w, a_.evaluations);
+    if (peak > limit_) return;
+    if (best_ && (rank > best_rank_ || (rank == best_rank_ && peak >= best_->peak_device))) return;
+    c.workload = std::move(*w);
+    c.peak_device = peak;
+    c.fits = true;
+    best_ = std::move(c);
+    best_rank_ = rank;
+  }
+
+  // Depth-first over groups, bounded by the size being searched.
+  void visit(std::size_t g, std::size_t left) {
+    if (left == 0 || g == groups_.size()) {
+      if (left == 0) consider();
+      return;
+    }
+    visit(g + 1, left);  // skip this group
+    for (std::size_t i : options_[g]) {
+      chosen_.push_back(i);
+      visit(g + 1, left - 1);
+      chosen_.pop_back();
+    }
+  }
+
+  Advice& a_;
+  const PlanRequest& r_;
+  const LeverResolver& resolve_;
+  std::uint64_t limit_;
+  std::vector<std::string> groups_;
+  std::vector<std::vector<std::size_t>> options_;
+  std::vector<std::size_t> chosen_;  // lever indices
+  std::optional<Combination> best_;
+  std::uint32_t best_rank_ = 0;
+};
+
+}  // namespace
+
+Advice advise(const PlanRequest& r, std::uint64_t limit, const LeverResolver& resolve_lever) {
+  Advice out;
+  out.limit_bytes = limit;
+  out.peak_device = peak_of(r.model, r.workload, out.evaluations);
+  out.communication = communication_bytes(r.model, r.workload);
+  Levers levers{r, resolve_lever, out.not_applicable, {}};
+  candidates(levers);
+  micro_batch(levers, limit, out.evaluations);
+  evaluate(out, r.model, std::move(levers.out), limit);
+  Search search(out, r, resolve_lever, limit);
+  if (out.peak_device <= limit) {
+    // It fits as it is: no lever is needed.
+    out.combination = Combination{{}, {}, r.workload, out.peak_device, true};
+  } else {
+    out.combination = search.smallest();
+    if (!out.combination) out.combination = search.strongest();
+  }
   return out;
 }
 
