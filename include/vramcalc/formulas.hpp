@@ -98,18 +98,11 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 /// ZeRO-3 shards: ⌈P / N⌉.
 [[nodiscard]] std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w);
 
-/// Gradients per GPU: ⌈P / N_g⌉ × gradient_dtype() bytes, N_g = N under ZeRO ≥ 2.
-[[nodiscard]] std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w);
-
 /// DDP's gradient buckets: PyTorch DistributedDataParallel keeps a second
 /// copy of every gradient in its communication buckets unless
 /// gradient_as_bucket_view=True (default False; torch/nn/parallel/distributed.py).
 /// Applies to --framework hf with dp > 1 and ZeRO 0; 0 otherwise.
 [[nodiscard]] std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w);
-
-/// fp32 master weights per GPU: ⌈P / N_os⌉ × 4 for the mixed regimes, else 0
-/// (ZeRO §3.1: K = 12 includes the fp32 parameter copy).
-[[nodiscard]] std::uint64_t master_weight_bytes(std::uint64_t parameters, const Workload& w);
 
 /// Element type of torch.optim state: zeros_like() of the parameters the
 /// optimizer steps, fp32 masters where they exist, else the parameters.

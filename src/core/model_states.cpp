@@ -95,20 +95,9 @@ std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w) {
                              shard_factors(w).weights);
 }
 
-std::uint64_t gradient_bytes(std::uint64_t parameters, const Workload& w) {
-  if (w.mode != Mode::train) return 0;
-  return bytes_for(shard_elements(parameters, shard_factors(w).gradients), gradient_dtype(w));
-}
-
 std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w) {
   if (w.mode != Mode::train || w.framework != Framework::hf || w.dp <= 1 || w.zero != 0) return 0;
   return bytes_for(parameters, gradient_dtype(w));
-}
-
-std::uint64_t master_weight_bytes(std::uint64_t parameters, const Workload& w) {
-  if (w.mode != Mode::train || w.lora.kind != Adapter::none) return 0;
-  if (w.precision != Precision::mixed && w.precision != Precision::mixed_fp32_grads) return 0;
-  return bytes_for(shard_elements(parameters, shard_factors(w).optimizer), DType::fp32);
 }
 
 }  // namespace vramcalc

@@ -6,15 +6,24 @@
 
 using namespace vramcalc;
 
+namespace {
+
+// The KV cache as estimate() reports it.
+std::uint64_t kv_component(const ModelSpec& m, const Workload& w) {
+  return test::component(estimate(m, w), Component::kv_cache);
+}
+
+}  // namespace
+
 TEST_CASE("kv cache: tiny GQA model by hand", "[kv_cache]") {
   const ModelSpec m = test::model(test::k_tiny_llama);
   // 2 (K, V) × 2 layers × 3 sequences × 5 tokens × 1 KV head × 4 dims × 2 B = 480.
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}})) == 480);
+  CHECK(kv_component(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}})) == 480);
   // fp8 halves it; fp32 doubles it.
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}, {"kv_dtype", "fp8"}})) == 240);
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}, {"kv_dtype", "fp32"}})) == 960);
+  CHECK(kv_component(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}, {"kv_dtype", "fp8"}})) == 240);
+  CHECK(kv_component(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}, {"kv_dtype", "fp32"}})) == 960);
   // Training keeps no KV cache.
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"mode", "train"}})) == 0);
+  CHECK(kv_component(m, test::workload(m, {{"mode", "train"}})) == 0);
 }
 
 TEST_CASE("kv cache: sliding-window layers hold at most the window", "[kv_cache]") {
@@ -23,13 +32,13 @@ TEST_CASE("kv cache: sliding-window layers hold at most the window", "[kv_cache]
   //   21 full layers × 8192 tokens + 21 sliding layers × 4096 tokens, × 8192 B.
   const ModelSpec gemma = load_model("gemma-2-9b");
   CHECK(gemma.sliding_window_layers == 21);
-  CHECK(kv_cache_bytes(gemma, test::workload(gemma, {{"seq", "8192"}})) ==
+  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "8192"}})) ==
         (21ULL * 8192 + 21ULL * 4096) * 8192);
   // Below the window every layer holds the whole context.
-  CHECK(kv_cache_bytes(gemma, test::workload(gemma, {{"seq", "2048"}})) == 42ULL * 2048 * 8192);
+  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "2048"}})) == 42ULL * 2048 * 8192);
   // mistral-7b-v0.1: every layer slides over 4096 tokens; 2 · 8 · 128 · 2 B = 4096 per token per layer.
   const ModelSpec mistral = load_model("mistral-7b-v0.1");
-  CHECK(kv_cache_bytes(mistral, test::workload(mistral, {{"seq", "8192"}})) == 32ULL * 4096 * 4096);
+  CHECK(kv_component(mistral, test::workload(mistral, {{"seq", "8192"}})) == 32ULL * 4096 * 4096);
 }
 
 TEST_CASE("kv cache: llama.cpp gives Gemma 2's sliding layers their own cache", "[kv_cache][llamacpp]") {
@@ -43,7 +52,7 @@ TEST_CASE("kv cache: llama.cpp gives Gemma 2's sliding layers their own cache", 
          {std::pair<std::string, std::string>{"engine", "llamacpp"}, {"quant", "gguf:Q8_0"}})
       set_from_text(in, k, v, "--" + k);
     for (const auto& [k, v] : extra) set_from_text(in, k, v, "--" + k);
-    return kv_cache_bytes(gemma, resolve(gemma, in).workload);
+    return kv_component(gemma, resolve(gemma, in).workload);
   };
   constexpr std::uint64_t row = 2 * 8 * 256 * 2;  // K and V, bytes per cell
   CHECK(kv({{"seq", "8192"}}) == row * (21 * 8192 + 21 * 4608));
@@ -64,9 +73,9 @@ TEST_CASE("kv cache: llama.cpp gives Gemma 2's sliding layers their own cache", 
 
 TEST_CASE("kv cache grows with batch and context", "[kv_cache][property]") {
   const ModelSpec m = load_model("qwen2.5-7b");
-  const std::uint64_t one = kv_cache_bytes(m, test::workload(m, {{"seq", "1000"}}));
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"seq", "1000"}, {"batch", "4"}})) == 4 * one);
-  CHECK(kv_cache_bytes(m, test::workload(m, {{"seq", "2000"}})) == 2 * one);
+  const std::uint64_t one = kv_component(m, test::workload(m, {{"seq", "1000"}}));
+  CHECK(kv_component(m, test::workload(m, {{"seq", "1000"}, {"batch", "4"}})) == 4 * one);
+  CHECK(kv_component(m, test::workload(m, {{"seq", "2000"}})) == 2 * one);
 }
 
 TEST_CASE("kv cache: a draft model adds its weights and its own cache", "[kv_cache][draft]") {

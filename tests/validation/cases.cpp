@@ -278,7 +278,7 @@ Evaluation evaluate_cpu_cases() {
       x.case_id = id;
       x.kind = "kv cache";
       x.measured = c["measured"]["kv_cache_bytes"].get<std::uint64_t>();
-      x.predicted = kv_cache_bytes(r.model, r.workload);
+      x.predicted = estimate(r.model, r.workload).components[static_cast<std::size_t>(Component::kv_cache)];
       out.comparisons.push_back(x);
     } else {
       add_train_case(out, c, id);
