@@ -367,11 +367,11 @@ struct ActivationProfile {
   std::vector<std::string> notes;  ///< tree mode only
 };
 
-/// Hugging Face transformers with PyTorch SDPA (src/core/activations_hf.cpp).
+/// Hugging Face transformers with PyTorch SDPA (src/core/frameworks/hf_activations.cpp, hf_loss.cpp).
 [[nodiscard]] ActivationProfile hf_profile(const ModelSpec& m, const Workload& w,
                                            Detail detail = Detail::tree);
 
-/// Megatron-Core, Korthikanti et al. 2022 (src/core/activations_megatron.cpp).
+/// Megatron-Core, Korthikanti et al. 2022 (src/core/frameworks/megatron_activations.cpp).
 [[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
                                                  Detail detail = Detail::tree);
 

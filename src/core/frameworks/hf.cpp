@@ -1,5 +1,5 @@
 // Hugging Face transformers on eager PyTorch (--framework hf): the
-// transformers modules with PyTorch SDPA (activations_hf.cpp), DDP, ZeRO or
+// transformers modules with PyTorch SDPA (hf_activations.cpp, hf_loss.cpp), DDP, ZeRO or
 // FSDP for data parallelism, torch.optim for the update.
 #include "core/frameworks/framework.hpp"
 

@@ -1,5 +1,5 @@
 // Megatron-LM (--framework megatron): Megatron-Core's fused kernels
-// (activations_megatron.cpp, Korthikanti et al. 2022), its tensor, sequence,
+// (megatron_activations.cpp, Korthikanti et al. 2022), its tensor, sequence,
 // context, pipeline and expert parallelism, its distributed optimizer, and
 // its own theoretical estimate (megatron_estimate.cpp).
 #include <algorithm>

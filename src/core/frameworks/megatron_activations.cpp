@@ -128,6 +128,48 @@ void add_moe(ActivationProfile& p, const ModelSpec& m, const Workload& w, const 
   }
 }
 
+// What lies outside the decoder layers: the embeddings' tensors on the
+// first stage, the output layer and loss on the last, and on a stage
+// before the last the gradient it receives for its output.
+void outside_layers(ActivationProfile& p, const ModelSpec& m, const Workload& w, const Dims& x,
+                    std::uint64_t Th, std::string_view sbh, DType c) {
+  // Model level: token ids (Megatron theoretical_memory_usage.py adds 8sb)
+  // and the embedding dropout mask (§4.3).
+  constexpr std::string_view mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
+  // A pipeline stage without the embeddings keeps none of their tensors.
+  if (m.holds_embedding) {
+    add(p.model, "embedding.input_ids", "token ids (int64)", x.T, DType::int64, "s·b", mg);
+    if (w.dropout.embedding > 0) {
+      add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, sbh,
+          "Korthikanti et al. 2022 §4.3");
+    }
+  }
+  if (m.holds_head) {
+    // Output layer and loss (§4.3): final LayerNorm input, output projection
+    // input, and fp32 logits for the cross-entropy: 4sbh(1 + v/h) at 16 bits.
+    const std::uint64_t logits = checked_mul(x.T, x.V);
+    add(p.head, "final_layernorm.input", "final LayerNorm input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
+    add(p.head, "output_layer.input", "output projection input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
+    add(p.head, "loss.logits_fp32", "fp32 logits kept by the vocab-parallel cross-entropy", logits,
+        DType::fp32, "s·b·v", "Korthikanti et al. 2022 §4.3; Megatron-Core cross_entropy.py");
+
+    // Transients. The cross-entropy upcasts the 16-bit logits, which are
+    // alive during the loss; its backward works in place on the saved fp32
+    // softmax and hands back a 16-bit gradient.
+    constexpr std::string_view ce = "Megatron-Core tensor_parallel/cross_entropy.py (in-place backward)";
+    if (c != DType::fp32)
+      add(p.loss_forward, "loss.logits", "16-bit logits while the loss runs", logits, c, "s·b·v", ce);
+    add(p.loss_backward, "loss.grad_logits", "gradient of the logits in the compute dtype", logits, c,
+        "s·b·v", ce);
+  } else {
+    // A stage before the last: the gradient of its output, received from
+    // the next stage, lives through its backward (megatron/core/
+    // pipeline_parallel/p2p_communication.py _communicate allocates it).
+    add(p.layer_backward, "pp.output_grad", "pipeline: gradient of the stage's output from the next stage",
+        Th, c, sbh, "Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py (receive buffer)");
+  }
+}
+
 }  // namespace
 
 ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail detail) {
@@ -197,41 +239,7 @@ ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w, Detail
                      cat(k_paper, " §5, Table 2")};
   });
 
-  // Model level: token ids (Megatron theoretical_memory_usage.py adds 8sb)
-  // and the embedding dropout mask (§4.3).
-  constexpr std::string_view mg = "NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py";
-  // A pipeline stage without the embeddings keeps none of their tensors.
-  if (m.holds_embedding) {
-    add(p.model, "embedding.input_ids", "token ids (int64)", x.T, DType::int64, "s·b", mg);
-    if (w.dropout.embedding > 0) {
-      add(p.model, "embedding.dropout_mask", "embedding dropout mask", Th, DType::boolean, sbh,
-          "Korthikanti et al. 2022 §4.3");
-    }
-  }
-  if (m.holds_head) {
-    // Output layer and loss (§4.3): final LayerNorm input, output projection
-    // input, and fp32 logits for the cross-entropy: 4sbh(1 + v/h) at 16 bits.
-    const std::uint64_t logits = checked_mul(x.T, x.V);
-    add(p.head, "final_layernorm.input", "final LayerNorm input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
-    add(p.head, "output_layer.input", "output projection input", Th, c, sbh, "Korthikanti et al. 2022 §4.3");
-    add(p.head, "loss.logits_fp32", "fp32 logits kept by the vocab-parallel cross-entropy", logits,
-        DType::fp32, "s·b·v", "Korthikanti et al. 2022 §4.3; Megatron-Core cross_entropy.py");
-
-    // Transients. The cross-entropy upcasts the 16-bit logits, which are
-    // alive during the loss; its backward works in place on the saved fp32
-    // softmax and hands back a 16-bit gradient.
-    constexpr std::string_view ce = "Megatron-Core tensor_parallel/cross_entropy.py (in-place backward)";
-    if (c != DType::fp32)
-      add(p.loss_forward, "loss.logits", "16-bit logits while the loss runs", logits, c, "s·b·v", ce);
-    add(p.loss_backward, "loss.grad_logits", "gradient of the logits in the compute dtype", logits, c,
-        "s·b·v", ce);
-  } else {
-    // A stage before the last: the gradient of its output, received from
-    // the next stage, lives through its backward (megatron/core/
-    // pipeline_parallel/p2p_communication.py _communicate allocates it).
-    add(p.layer_backward, "pp.output_grad", "pipeline: gradient of the stage's output from the next stage",
-        Th, c, sbh, "Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py (receive buffer)");
-  }
+  outside_layers(p, m, w, x, Th, sbh, c);
   if (m.experts == 0) {
     add(p.layer_backward, "layer_backward.mlp_grads", "MLP intermediate gradients",
         checked_product(m.gated_mlp ? 3 : 2, x.T, x.I), c, m.gated_mlp ? "3·s·b·I" : "2·s·b·I",
