@@ -33,12 +33,24 @@ inline ModelSpec model(const std::string& json, const std::string& name = "tiny"
   return parse_model(json, name + ".json", name);
 }
 
-/// A resolved workload from flag-style settings: {{"mode", "train"}, {"batch", "2"}}.
-inline PlanRequest request(const ModelSpec& m,
-                           std::initializer_list<std::pair<std::string, std::string>> settings) {
+using Settings = std::initializer_list<std::pair<std::string, std::string>>;
+
+/// Workload input from flag-style settings: {{"mode", "train"}, {"batch", "2"}}.
+inline WorkloadInput input(Settings settings) {
   WorkloadInput in;
   for (const auto& [key, value] : settings) set_from_text(in, key, value, "--" + key);
-  return resolve(m, in);
+  return in;
+}
+
+/// A resolved request from flag-style settings.
+inline PlanRequest request(const ModelSpec& m, Settings settings) {
+  return resolve(m, input(settings));
+}
+
+/// advise() on request(m, settings), each lever resolved from the same
+/// settings with its own overlaid.
+inline Advice advise_on(const ModelSpec& m, Settings settings, std::uint64_t limit) {
+  return advise(request(m, settings), limit, lever_resolver(m, input(settings)));
 }
 
 inline Workload workload(const ModelSpec& m,

@@ -76,11 +76,4 @@ struct Advice {
 [[nodiscard]] Advice advise(const PlanRequest& request, std::uint64_t limit,
                             const LeverResolver& resolve_lever);
 
-/// For a caller that holds the resolved request only, not its input (the
-/// unit tests, the fuzz target): each lever's settings are parsed by the
-/// input boundary and copied onto the resolved workload (apply_settings,
-/// src/core/advise_resolved.cpp). Prefer the form with a resolver, which
-/// checks every rule of the input boundary.
-[[nodiscard]] Advice advise(const PlanRequest& request, std::uint64_t limit);
-
 }  // namespace vramcalc

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vramcalc/advise.hpp"
 #include "vramcalc/hardware.hpp"
 #include "vramcalc/model.hpp"
 #include "vramcalc/request.hpp"
@@ -138,5 +139,13 @@ void set_from_text(WorkloadInput& in, std::string_view key, std::string_view tex
 /// Loads MODEL (preset name, config.json, or plan file with "model" and/or
 /// "workload"), overlays `flags`, and resolves.
 [[nodiscard]] PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags);
+
+/// A lever's settings (advise.hpp) as workload input; each origin reads
+/// "advise: KEY".
+[[nodiscard]] WorkloadInput lever_input(const LeverSettings& lever);
+
+/// advise()'s resolver for a plan resolved from `given` for `model`: the
+/// same input with a lever's settings overlaid, resolved.
+[[nodiscard]] LeverResolver lever_resolver(ModelSpec model, WorkloadInput given);
 
 }  // namespace vramcalc

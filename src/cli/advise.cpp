@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "io/errors.hpp"
 #include "vramcalc/error.hpp"
 
 namespace vramcalc::cli {
@@ -51,18 +52,21 @@ int run_advise(const AdviseOptions& opts) {
                      "advise does not weigh levers beside colocated processes yet: `vramcalc plan` reports "
                      "whether they fit together");
   }
-  if (!request.gpu && !limits.max_device) {
-    throw InputError("advise", "needs a limit: give --gpu NAME, --gpu-mem SIZE or --max-device SIZE");
-  }
-  if (limits.min_headroom && !request.gpu) {
-    throw InputError("--min-headroom", "needs a GPU: give --gpu NAME or --gpu-mem SIZE");
-  }
+  if (!request.gpu && !limits.max_device) throw io::needs_limit("advise");
+  if (limits.min_headroom) io::require_gpu(request.gpu, "--min-headroom");
   std::optional<std::uint64_t> capacity;
   if (request.gpu) capacity = request.gpu->capacity_bytes;
   AdviseReport report;
   report.plan = checked_plan(request, opts.model);
   report.limit_text = limit_text(request.gpu, limits);
-  report.advice = advise(request, effective_limit(capacity, limits));
+  // Each lever is a plan of its own: the user's flags with the lever's
+  // settings overlaid, loaded and resolved as `vramcalc plan` would.
+  const LeverResolver resolve_lever = [&](const LeverSettings& lever) {
+    WorkloadInput input = flags;
+    overlay(input, lever_input(lever));
+    return load_plan(opts.model, input);
+  };
+  report.advice = advise(request, effective_limit(capacity, limits), resolve_lever);
   if (report.advice.combination && !report.advice.combination->levers.empty()) {
     PlanRequest combined = request;
     combined.workload = report.advice.combination->workload;

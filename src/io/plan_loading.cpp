@@ -114,4 +114,18 @@ PlanRequest load_plan(std::string_view model_arg, const WorkloadInput& flags) {
   return request;
 }
 
+WorkloadInput lever_input(const LeverSettings& lever) {
+  WorkloadInput in;
+  for (const auto& [key, value] : lever) set_from_text(in, key, value, "advise: " + key);
+  return in;
+}
+
+LeverResolver lever_resolver(ModelSpec model, WorkloadInput given) {
+  return [model = std::move(model), given = std::move(given)](const LeverSettings& lever) {
+    WorkloadInput in = given;
+    overlay(in, lever_input(lever));
+    return resolve(model, in);
+  };
+}
+
 }  // namespace vramcalc

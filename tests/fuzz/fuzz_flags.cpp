@@ -157,7 +157,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (refused) return 0;
   std::optional<PlanRequest> request;
-  if (fuzz::input_boundary("resolve", [&] { request = resolve(preset(size % 2 == 1), in); })) {
+  const ModelSpec& model = preset(size % 2 == 1);
+  if (fuzz::input_boundary("resolve", [&] { request = resolve(model, in); })) {
     fuzz::plan_and_render(*request);
     // The searches over whatever was accepted: they must not throw at all
     // (overflow counts as "does not fit").
@@ -168,7 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (f.answer && f.beyond && *f.beyond != *f.answer + 1)
         fuzz::finding("fit_search", "answer not adjacent");
     });
-    fuzz::must_not_throw("advise", [&] { (void)advise(*request, limit); });
+    fuzz::must_not_throw("advise", [&] { (void)advise(*request, limit, lever_resolver(model, in)); });
   }
   return 0;
 }

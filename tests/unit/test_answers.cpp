@@ -77,10 +77,12 @@ TEST_CASE("compare JSON follows vramcalc.compare/1, results in column order", "[
 
 TEST_CASE("advise ranks levers by bytes saved and its combination fits", "[advise]") {
   const json s = test::load_schema("advise-output.schema.json");
-  const PlanRequest r = test::request(load_model("llama-3.1-8b"),
-                                      {{"mode", "train"}, {"batch", "8"}, {"gpu", "h100-80gb"}, {"dp", "8"}});
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const WorkloadInput given =
+      test::input({{"mode", "train"}, {"batch", "8"}, {"gpu", "h100-80gb"}, {"dp", "8"}});
+  const PlanRequest r = resolve(m, given);
   const std::uint64_t limit = r.gpu->capacity_bytes;
-  const Advice a = advise(r, limit);
+  const Advice a = advise(r, limit, lever_resolver(m, given));
   REQUIRE(a.peak_device > limit);  // the plan does not fit
   REQUIRE(a.levers.size() >= 5);
   // Every lever the issue names that applies here: flash is already on and
@@ -153,8 +155,10 @@ TEST_CASE("advise ranks levers by bytes saved and its combination fits", "[advis
 }
 
 TEST_CASE("advise: a plan that fits needs no lever", "[advise]") {
-  const PlanRequest r = test::request(load_model("llama-3.2-1b"), {{"mode", "train"}, {"gpu", "h100-80gb"}});
-  const Advice a = advise(r, r.gpu->capacity_bytes);
+  const ModelSpec m = load_model("llama-3.2-1b");
+  const WorkloadInput in = test::input({{"mode", "train"}, {"gpu", "h100-80gb"}});
+  const PlanRequest r = resolve(m, in);
+  const Advice a = advise(r, r.gpu->capacity_bytes, lever_resolver(m, in));
   REQUIRE(a.combination);
   CHECK(a.combination->fits);
   CHECK(a.combination->levers.empty());
@@ -305,7 +309,7 @@ TEST_CASE("advise: serving levers are ones the engine accepts", "[advise]") {
     WorkloadInput base;
     for (const auto& [k, v] : settings) set_from_text(base, k, v, "--" + k);
     const PlanRequest r = resolve(m, base);
-    const Advice a = advise(r, r.gpu->capacity_bytes);
+    const Advice a = advise(r, r.gpu->capacity_bytes, lever_resolver(m, base));
     REQUIRE_FALSE(a.levers.empty());
     for (const Lever& l : a.levers) {
       INFO(l.name);
@@ -321,8 +325,9 @@ TEST_CASE("advise shows what each lever moves per step beside what it saves", "[
   // al. 2020 §7.2.2): the lever that saves the most memory costs 1.5× the
   // traffic; ZeRO-1 and 2 cost none extra.
   const ModelSpec m = load_model("llama-3.1-8b");
-  const PlanRequest r = test::request(m, {{"mode", "train"}, {"dp", "8"}, {"seq", "2048"}});
-  const Advice a = advise(r, 80ULL << 30);
+  const WorkloadInput in = test::input({{"mode", "train"}, {"dp", "8"}, {"seq", "2048"}});
+  const PlanRequest r = resolve(m, in);
+  const Advice a = advise(r, 80ULL << 30, lever_resolver(m, in));
   CHECK(a.communication == communication_bytes(m, r.workload));
   CHECK(a.communication > 0);
   for (const Lever& l : a.levers) {

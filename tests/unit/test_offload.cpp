@@ -175,7 +175,7 @@ TEST_CASE("advise offers DeepSpeed offload as ZeRO levers, with their host memor
           "[offload]") {
   const ModelSpec& m = llama8b();
   const Advice a =
-      advise(test::request(m, {{"mode", "train"}, {"dp", "8"}, {"gpu", "a100-40gb"}}), 42'298'834'944ULL);
+      test::advise_on(m, {{"mode", "train"}, {"dp", "8"}, {"gpu", "a100-40gb"}}, 42'298'834'944ULL);
   const Lever* opt = nullptr;
   for (const Lever& l : a.levers) {
     if (l.name == "zero=2 + offload=optimizer") opt = &l;
@@ -193,6 +193,6 @@ TEST_CASE("advise offers DeepSpeed offload as ZeRO levers, with their host memor
                                     {"offload", "optimizer"},
                                     {"gpu", "a100-40gb"}});
   CHECK(opt->peak_device == estimate_totals(m, r.workload).peak_device);
-  const Advice none = advise(test::request(m, {{"mode", "train"}, {"offload", "none"}}), 1);
+  const Advice none = test::advise_on(m, {{"mode", "train"}, {"offload", "none"}}, 1);
   for (const Lever& l : none.levers) CHECK(l.name.find("offload") == std::string::npos);
 }
