@@ -8,8 +8,11 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace vramcalc::core {
 
@@ -26,12 +29,19 @@ class ModuleTable {
     return i < count_ ? *modules_[i] : *modules_[0];
   }
 
-  /// The module whose name is `name`, or none.
-  [[nodiscard]] const Module* find(std::string_view name) const {
+  /// The id of the module named `name`, or none.
+  [[nodiscard]] std::optional<Id> id_of(std::string_view name) const {
     for (std::size_t i = 0; i < count_; ++i) {
-      if (modules_[i]->name == name) return modules_[i];
+      if (modules_[i]->name == name) return static_cast<Id>(i);
     }
-    return nullptr;
+    return std::nullopt;
+  }
+
+  /// Every module's name, in id order (for messages).
+  [[nodiscard]] std::vector<std::string> names() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < count_; ++i) out.emplace_back(modules_[i]->name);
+    return out;
   }
 
   /// Appends a module; returns the id that names it.

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "io/choices.hpp"
 #include "io/resolve.hpp"
 #include "io/value_parsers.hpp"
 #include "vramcalc/error.hpp"

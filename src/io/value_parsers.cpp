@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/engines/engine.hpp"
+#include "core/frameworks/framework.hpp"
 #include "io/spell.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
@@ -327,6 +329,16 @@ std::uint32_t parse_zero(std::string_view text, const std::string& origin) {
     return static_cast<std::uint32_t>(text[0] - '0');
   }
   throw InputError(origin, fmt::format("expected 0, 1, 2 or 3, got \"{}\"", text));
+}
+
+Engine parse_engine(std::string_view text, const std::string& origin) {
+  if (const std::optional<Engine> e = core::engine_named(text)) return *e;
+  throw unknown_value(origin, text, core::engine_names());
+}
+
+Framework parse_framework(std::string_view text, const std::string& origin) {
+  if (const std::optional<Framework> f = core::framework_named(text)) return *f;
+  throw unknown_value(origin, text, core::framework_names());
 }
 
 }  // namespace vramcalc::io

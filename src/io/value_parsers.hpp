@@ -8,11 +8,32 @@
 #include <string_view>
 #include <utility>
 
-#include "io/choices.hpp"
+#include "core/names.hpp"
 #include "io/errors.hpp"
 #include "vramcalc/workload.hpp"
 
 namespace vramcalc::io {
+
+// The core's name tables (core/names.hpp) are the boundary's vocabulary.
+using core::Choice;
+using core::k_attentions;
+using core::k_caches;
+using core::k_checkpoint_kinds;
+using core::k_dtypes;
+using core::k_kv_blocks;
+using core::k_losses;
+using core::k_modes;
+using core::k_offload_devices;
+using core::k_offloads;
+using core::k_optimizers;
+using core::k_precisions;
+using core::k_samplers;
+using core::k_schedules;
+using core::name_in;
+using core::names_in;
+
+// --fsdp's names for ZeRO stages; hybrid:K is parsed apart (workload_keys.cpp).
+inline constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
 
 /// The value named `text` in `table`.
 template <class E, std::size_t N>
@@ -28,6 +49,10 @@ template <const auto& Table>
 auto parse_in(std::string_view text, const std::string& origin) {
   return parse_choice(Table, text, origin);
 }
+
+/// An engine or framework by its module's name (the registries).
+[[nodiscard]] Engine parse_engine(std::string_view text, const std::string& origin);
+[[nodiscard]] Framework parse_framework(std::string_view text, const std::string& origin);
 
 [[nodiscard]] std::uint64_t parse_integer(std::string_view text, const std::string& origin, bool positive);
 [[nodiscard]] std::uint64_t parse_positive(std::string_view text, const std::string& origin);

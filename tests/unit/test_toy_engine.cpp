@@ -65,7 +65,9 @@ const core::EngineModule k_toy_engine{
 TEST_CASE("a toy engine registered as a module plans like a built-in one", "[modules][engine]") {
   const ModelSpec m = test::model(test::k_tiny_llama);
   PlanRequest r = test::request(m, {{"batch", "2"}, {"seq", "8"}});
-  REQUIRE(core::find_engine("toy") == &k_toy_engine);
+  REQUIRE(core::engine_named("toy") == k_toy);
+  CHECK(&core::engine_module(k_toy) == &k_toy_engine);
+  CHECK(name_of(k_toy) == "toy");
   r.workload.engine = k_toy;
   const PlanResult p = plan(r);
   const Budget& b = p.budget;

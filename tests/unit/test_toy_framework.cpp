@@ -65,7 +65,9 @@ std::uint64_t live_gradients(const Budget& b, const std::string& when) {
 TEST_CASE("a toy framework registered as a module plans like a built-in one", "[modules][framework]") {
   const ModelSpec m = test::model(test::k_tiny_llama);
   PlanRequest r = test::request(m, {{"mode", "train"}, {"precision", "pure"}, {"batch", "2"}, {"seq", "3"}});
-  REQUIRE(core::find_framework("toy") == &k_toy_framework);
+  REQUIRE(core::framework_named("toy") == k_toy);
+  CHECK(&core::framework_module(k_toy) == &k_toy_framework);
+  CHECK(name_of(k_toy) == "toy");
   const Budget hf = estimate(m, r.workload);
   r.workload.framework = k_toy;
   const PlanResult p = plan(r);

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/step.hpp"
 #include "vramcalc/estimate.hpp"
@@ -58,8 +60,11 @@ struct EngineModule {
 /// The module of a workload's engine.
 [[nodiscard]] const EngineModule& engine_module(Engine e);
 
-/// The module registered under `name`, or none.
-[[nodiscard]] const EngineModule* find_engine(std::string_view name);
+/// The engine whose module is named `name` ("vllm"), or none.
+[[nodiscard]] std::optional<Engine> engine_named(std::string_view name);
+
+/// Every registered module's name, in id order.
+[[nodiscard]] std::vector<std::string> engine_names();
 
 /// Adds a module to the registry beside the built-in ones (an embedder's own
 /// engine, a test's toy) and returns the Engine that names it. At most

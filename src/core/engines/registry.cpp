@@ -23,8 +23,12 @@ const EngineModule& engine_module(Engine e) {
   return g_engines.get(e);
 }
 
-const EngineModule* find_engine(std::string_view name) {
-  return g_engines.find(name);
+std::optional<Engine> engine_named(std::string_view name) {
+  return g_engines.id_of(name);
+}
+
+std::vector<std::string> engine_names() {
+  return g_engines.names();
 }
 
 Engine register_engine(const EngineModule& module) {

@@ -11,7 +11,9 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/inventory.hpp"
 #include "vramcalc/estimate.hpp"
@@ -74,8 +76,11 @@ struct FrameworkModule {
 /// The module of a workload's framework.
 [[nodiscard]] const FrameworkModule& framework_module(Framework f);
 
-/// The module registered under `name`, or none.
-[[nodiscard]] const FrameworkModule* find_framework(std::string_view name);
+/// The framework whose module is named `name` ("megatron"), or none.
+[[nodiscard]] std::optional<Framework> framework_named(std::string_view name);
+
+/// Every registered module's name, in id order.
+[[nodiscard]] std::vector<std::string> framework_names();
 
 /// Adds a module beside the built-in ones (an embedder's own framework, a
 /// test's toy) and returns the Framework that names it. At most

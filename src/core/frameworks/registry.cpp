@@ -22,8 +22,12 @@ const FrameworkModule& framework_module(Framework f) {
   return g_frameworks.get(f);
 }
 
-const FrameworkModule* find_framework(std::string_view name) {
-  return g_frameworks.find(name);
+std::optional<Framework> framework_named(std::string_view name) {
+  return g_frameworks.id_of(name);
+}
+
+std::vector<std::string> framework_names() {
+  return g_frameworks.names();
 }
 
 Framework register_framework(const FrameworkModule& module) {

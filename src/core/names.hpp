@@ -1,5 +1,7 @@
-// The names the input boundary reads and writes for each enum: one table
-// per enum, used by the value parsers and by name_of (names.cpp).
+// The names of the core's enums: one table per enum, read by name_of
+// (names.cpp) and by the input boundary's value parsers, so that a name is
+// written once. Engines and frameworks are named by their modules
+// (engines/registry.cpp, frameworks/registry.cpp).
 #pragma once
 
 #include <array>
@@ -11,7 +13,7 @@
 #include "vramcalc/quant.hpp"
 #include "vramcalc/workload.hpp"
 
-namespace vramcalc::io {
+namespace vramcalc::core {
 
 template <class E>
 struct Choice {
@@ -40,8 +42,6 @@ inline constexpr std::array k_optimizers = {
     Choice<Optimizer>{"paged-adamw", Optimizer::paged_adamw},
     Choice<Optimizer>{"paged-adamw-8bit", Optimizer::paged_adamw_8bit},
     Choice<Optimizer>{"none", Optimizer::none}};
-inline constexpr std::array k_frameworks = {Choice<Framework>{"hf", Framework::hf},
-                                            Choice<Framework>{"megatron", Framework::megatron}};
 inline constexpr std::array k_attentions = {Choice<AttentionImpl>{"flash", AttentionImpl::flash},
                                             Choice<AttentionImpl>{"eager", AttentionImpl::eager}};
 // The kinds alone; --checkpoint also takes every:K (parse_checkpoint).
@@ -53,9 +53,6 @@ inline constexpr std::array k_checkpoint_kinds = {
 // The kinds alone; --loss also takes chunked:N (parse_loss).
 inline constexpr std::array k_losses = {Choice<LossImpl>{"standard", LossImpl::standard},
                                         Choice<LossImpl>{"chunked", LossImpl::chunked}};
-inline constexpr std::array k_engines = {Choice<Engine>{"hf", Engine::hf},
-                                         Choice<Engine>{"llamacpp", Engine::llamacpp},
-                                         Choice<Engine>{"vllm", Engine::vllm}};
 inline constexpr std::array k_caches = {Choice<CacheImpl>{"dynamic", CacheImpl::dynamic},
                                         Choice<CacheImpl>{"static", CacheImpl::fixed}};
 inline constexpr std::array k_samplers = {Choice<VllmSampler>{"native", VllmSampler::native},
@@ -74,8 +71,6 @@ inline constexpr std::array k_offloads = {Choice<OffloadKind>{"none", OffloadKin
                                           Choice<OffloadKind>{"params", OffloadKind::params}};
 inline constexpr std::array k_offload_devices = {Choice<OffloadDevice>{"cpu", OffloadDevice::cpu},
                                                  Choice<OffloadDevice>{"nvme", OffloadDevice::nvme}};
-// --fsdp's names for ZeRO stages; hybrid:K is parsed apart (workload_keys.cpp).
-inline constexpr std::array k_fsdp = {Choice<std::uint32_t>{"full", 3}, Choice<std::uint32_t>{"grad-op", 2}};
 
 /// The name of `value` in `table`, or "?".
 template <class E, std::size_t N>
@@ -94,4 +89,4 @@ std::vector<std::string> names_in(const std::array<Choice<E>, N>& table) {
   return out;
 }
 
-}  // namespace vramcalc::io
+}  // namespace vramcalc::core
