@@ -101,7 +101,8 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 /// DDP's gradient buckets: PyTorch DistributedDataParallel keeps a second
 /// copy of every gradient in its communication buckets unless
 /// gradient_as_bucket_view=True (default False; torch/nn/parallel/distributed.py).
-/// Applies to --framework hf with dp > 1 and ZeRO 0; 0 otherwise.
+/// Applies where the framework uses DDP's buckets (--framework hf) with
+/// dp > 1 and ZeRO 0; 0 otherwise.
 [[nodiscard]] std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w);
 
 /// Element type of torch.optim state: zeros_like() of the parameters the

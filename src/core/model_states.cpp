@@ -2,6 +2,7 @@
 // sharded per ZeRO stage.
 #include <fmt/format.h>
 
+#include "core/frameworks/framework.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -96,7 +97,9 @@ std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w) {
 }
 
 std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w) {
-  if (w.mode != Mode::train || w.framework != Framework::hf || w.dp <= 1 || w.zero != 0) return 0;
+  if (w.mode != Mode::train || !core::framework_module(w.framework).ddp_bucket_copies || w.dp <= 1 ||
+      w.zero != 0)
+    return 0;
   return bytes_for(parameters, gradient_dtype(w));
 }
 

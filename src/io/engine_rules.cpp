@@ -135,8 +135,9 @@ void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   only(in.max_lora_rank);
   only(in.lora_extra_vocab_size);
   const bool train = w.mode == Mode::train;
-  const bool megatron = w.framework == Framework::megatron;
-  if (in.tp && in.tp->value > 1 && !vllm && !(train && megatron)) {
+  const bool split_training =
+      train && core::framework_module(w.framework).refusal(core::TrainingFeature::model_parallel).empty();
+  if (in.tp && in.tp->value > 1 && !vllm && !split_training) {
     conflict(in.tp->origin,
              train ? "tensor parallelism for training is modelled with --framework megatron so far"
                    : "tensor parallelism for serving is modelled for --engine vllm so far");

@@ -16,9 +16,7 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   Workload& w = r.workload;
   const std::string& origin = in.adapter->origin;
   const bool qlora = in.adapter->value == Adapter::qlora;
-  if (w.framework != Framework::hf) {
-    conflict(in.framework->origin, "LoRA is modelled for --framework hf (PEFT with transformers)");
-  }
+  check_supported(w, core::TrainingFeature::adapters, in.framework ? in.framework->origin : origin);
   if (model.type == ModelType::gpt2 || model.fused_qkv) {
     conflict(origin,
              fmt::format("LoRA is modelled for models with separate q, k, v and gate, up projections; "

@@ -47,21 +47,13 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
   const std::string& origin = in.offload->origin;
   o.kind = in.offload->value;
   o.activations = activations;
-  if (activations && w.framework != Framework::hf) {
-    conflict(origin,
-             "activation offload is modelled for --framework hf (torchtune OffloadActivations, "
-             "torch save_on_cpu); Megatron's cpu_offloading is not modelled yet");
-  }
+  if (activations) check_supported(w, core::TrainingFeature::activation_offload, origin);
   if (o.kind == OffloadKind::none) {
     set_offload_link(r, in);
     return;
   }
   o.fsdp = in.fsdp.has_value();
-  if (w.framework != Framework::hf) {
-    conflict(origin,
-             "offload is modelled for DeepSpeed (--zero) and PyTorch FSDP (--fsdp) with --framework hf; "
-             "Megatron's optimizer offload is not modelled yet");
-  }
+  check_supported(w, core::TrainingFeature::offload, origin);
   if (w.lora.kind != Adapter::none || w.freeze.any()) {
     conflict(origin, "offload with LoRA or frozen parts is not modelled yet");
   }

@@ -141,19 +141,19 @@ void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput
 
 // The splits over ranks are Megatron's; other frameworks take none of them.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
-  if (r.workload.framework == Framework::megatron) {
+  if (core::framework_module(r.workload.framework).refusal(core::TrainingFeature::model_parallel).empty()) {
     resolve_parallel(model, r, in);
     resolve_context_parallel(r, in);
     resolve_pipeline(model, r, in);
     resolve_experts(model, r, in);
   } else if (in.sp || in.cp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
-    conflict(in.sp             ? in.sp->origin
-             : in.cp           ? in.cp->origin
-             : in.pp           ? in.pp->origin
-             : in.ep           ? in.ep->origin
-             : in.capacity_ppm ? in.capacity_ppm->origin
-                               : in.pp_schedule->origin,
-             "sequence, context, pipeline and expert parallelism are modelled with --framework megatron");
+    check_supported(r.workload, core::TrainingFeature::model_parallel,
+                    in.sp             ? in.sp->origin
+                    : in.cp           ? in.cp->origin
+                    : in.pp           ? in.pp->origin
+                    : in.ep           ? in.ep->origin
+                    : in.capacity_ppm ? in.capacity_ppm->origin
+                                      : in.pp_schedule->origin);
   }
 }
 

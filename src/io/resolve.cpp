@@ -12,6 +12,11 @@
 
 namespace vramcalc::io {
 
+void check_supported(const Workload& w, core::TrainingFeature feature, const std::string& origin) {
+  const std::string_view why = core::framework_module(w.framework).refusal(feature);
+  if (!why.empty()) conflict(origin, std::string(why));
+}
+
 namespace {
 
 // Mixture-of-experts and latent-attention layers: their parameters are
@@ -105,10 +110,8 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   if (in.microbatches && !train)
     conflict(in.microbatches->origin, "micro-batches per step apply to training (--mode train)");
   check_vllm_keys(in, w);
-  if (w.framework == Framework::megatron && !train) {
-    conflict(in.framework->origin,
-             "the megatron profile models training; use --mode train, or --framework hf for inference");
-  }
+  if (!train)
+    check_supported(w, core::TrainingFeature::inference, in.framework ? in.framework->origin : "framework");
 }
 
 // The shape of the work: batch, sequence, dtype, attention and dp.

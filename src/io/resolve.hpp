@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/frameworks/framework.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/io.hpp"
 
@@ -16,6 +17,10 @@ namespace vramcalc::io {
 [[noreturn]] inline void conflict(const std::string& origin, const std::string& problem) {
   throw InputError(origin, problem);
 }
+
+/// Raises the framework's own refusal of `feature` (its module's
+/// refusal text), naming `origin`; nothing where the framework supports it.
+void check_supported(const Workload& w, core::TrainingFeature feature, const std::string& origin);
 
 /// The given value, else `fallback`, noting `key` as defaulted.
 template <class T>

@@ -16,11 +16,7 @@ namespace {
 // at least one position per chunk (tensor_split), and no final-logit
 // soft-capping (the loss calls the output projection alone).
 void check_chunked_loss(const ModelSpec& model, const Workload& w, const std::string& origin) {
-  if (w.framework != Framework::hf) {
-    conflict(origin,
-             "the chunked loss is modelled for --framework hf (torchtune LinearCrossEntropyLoss); "
-             "megatron's vocab-parallel cross-entropy is its own loss");
-  }
+  check_supported(w, core::TrainingFeature::chunked_loss, origin);
   if (w.loss.chunks > w.seq) {
     conflict(origin, fmt::format("chunked:{} splits the sequence into more chunks than its {} positions; "
                                  "use at most chunked:{}",
@@ -41,9 +37,7 @@ void resolve_hybrid(PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   const std::string& origin = in.shard_group->origin;
   const std::uint64_t k = in.shard_group->value;
-  if (w.framework != Framework::hf) {
-    conflict(origin, "hybrid sharding is PyTorch FSDP's: it is modelled with --framework hf");
-  }
+  check_supported(w, core::TrainingFeature::hybrid_shard, origin);
   if (k < 2 || k > w.dp || w.dp % k != 0) {
     conflict(origin, fmt::format("hybrid:{} shards within groups of {} ranks: it needs 2 ≤ K ≤ --dp {} with "
                                  "K dividing dp",
@@ -60,13 +54,12 @@ void resolve_precision(PlanRequest& r, const WorkloadInput& in) {
     conflict(in.dtype->origin,
              "fp8 training (Transformer Engine) is not modelled yet; use bf16 or fp16 here");
   }
-  // DeepSpeed's offload keeps 16-bit parameters on the GPU and fp32
-  // masters with the optimizer: the mixed regime.
+  // The framework's default regime; DeepSpeed's offload keeps 16-bit
+  // parameters on the GPU and fp32 masters with the optimizer.
   const bool deepspeed_offload =
       in.offload && in.offload->value != OffloadKind::none && !in.fsdp;  // not activations alone
-  const Precision framework_default = w.framework == Framework::hf
-                                          ? (deepspeed_offload ? Precision::mixed : Precision::amp)
-                                          : Precision::mixed_fp32_grads;
+  const Precision framework_default =
+      core::framework_module(w.framework).default_precision(deepspeed_offload);
   if (in.precision) {
     w.precision = in.precision->value;
     const bool fp32_regime = w.precision == Precision::fp32;
@@ -81,10 +74,8 @@ void resolve_precision(PlanRequest& r, const WorkloadInput& in) {
     w.precision = w.dtype == DType::fp32 ? Precision::fp32 : framework_default;
     r.defaulted.emplace_back("precision");
   }
-  if (w.framework == Framework::megatron && w.precision == Precision::amp) {
-    conflict(in.precision->origin,
-             "megatron keeps 16-bit parameters and does not use torch.autocast; use "
-             "mixed-fp32-grads (its default), mixed or pure");
+  if (w.precision == Precision::amp) {
+    check_supported(w, core::TrainingFeature::autocast, in.precision ? in.precision->origin : "precision");
   }
 }
 
@@ -94,9 +85,7 @@ void resolve_freeze(const ModelSpec& model, PlanRequest& r, const WorkloadInput&
   if (in.adapter) {
     conflict(in.freeze->origin, "LoRA freezes the whole base already; --freeze is for full fine-tuning");
   }
-  if (w.framework != Framework::hf) {
-    conflict(in.freeze->origin, "--freeze is modelled for --framework hf");
-  }
+  check_supported(w, core::TrainingFeature::freeze, in.freeze->origin);
   w.freeze = in.freeze->value;
   const bool zero3 = (in.zero && in.zero->value == 3) || (in.fsdp && in.fsdp->value == 3);
   if (zero3) {
@@ -127,10 +116,8 @@ void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
   w.checkpoint = pick(r, in.checkpoint, peft_qlora ? Checkpointing{CheckpointKind::full, 0} : Checkpointing{},
                       "checkpoint");
-  if (w.checkpoint.kind == CheckpointKind::selective && w.framework == Framework::hf) {
-    conflict(in.checkpoint->origin,
-             "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
-             "--framework hf use full or every:K");
+  if (w.checkpoint.kind == CheckpointKind::selective) {
+    check_supported(w, core::TrainingFeature::selective_recompute, in.checkpoint->origin);
   }
   w.loss = pick(r, in.loss, Loss{}, "loss");
   if (w.loss.kind == LossImpl::chunked) check_chunked_loss(model, w, in.loss->origin);
@@ -138,11 +125,9 @@ void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
     w.dropout = {in.dropout->value, in.dropout->value, in.dropout->value};
   } else {
     r.defaulted.emplace_back("dropout");
-    // Megatron's GPT default is 0.1 for attention and hidden dropout
-    // (megatron/training/arguments.py); Hugging Face uses the model config.
-    w.dropout = w.framework == Framework::megatron
-                    ? Dropout{0.1, 0.1, 0.1}
-                    : Dropout{model.attention_dropout, model.hidden_dropout, model.embedding_dropout};
+    // The framework's default (frameworks/: Megatron's 0.1, the model
+    // config's under transformers).
+    w.dropout = core::framework_module(w.framework).default_dropout(model);
   }
 }
 
