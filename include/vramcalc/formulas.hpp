@@ -90,14 +90,6 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 
 // ---- model states ---------------------------------------------------------
 
-/// Weights per GPU. Every tensor in weight_dtype(); with --dtype fp8 when
-/// serving, linear weights of the decoder layers are fp8 with one fp32 scale
-/// each and the rest stays bf16 (the layout of FP8 checkpoints served by
-/// vLLM, compressed-tensors "FP8" scheme); with a quantized format
-/// (w.quant), the tensors that format stores (src/core/quant.cpp).
-/// ZeRO-3 shards: ⌈P / N⌉.
-[[nodiscard]] std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w);
-
 /// DDP's gradient buckets: PyTorch DistributedDataParallel keeps a second
 /// copy of every gradient in its communication buckets unless
 /// gradient_as_bucket_view=True (default False; torch/nn/parallel/distributed.py).
@@ -139,22 +131,6 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 
 // ---- inference --------------------------------------------------------------
 
-/// KV cache per GPU: Σ over layers of 2 (K and V) × b × tokens × k × d × bytes,
-/// tokens = min(seq, window) on sliding-window layers, else seq.
-/// Source: transformers StaticCache / HybridCache (cache_utils.py); vLLM
-/// kv_cache_interface.py (FullAttentionSpec, SlidingWindowSpec).
-[[nodiscard]] std::uint64_t kv_cache_bytes(const ModelSpec& m, const Workload& w);
-
-/// Where llama.cpp puts a model's blocks and its output layer under
-/// --gpu-layers: blocks first_gpu_layer … L−1 and, when output_on_gpu, the
-/// output layer and final norm are on the GPU; the rest, and token_embd,
-/// in host memory. Every block is on the GPU for other engines.
-struct LlamaCppPlacement {
-  std::uint64_t first_gpu_layer = 0;
-  bool output_on_gpu = true;
-};
-[[nodiscard]] LlamaCppPlacement llamacpp_placement(const ModelSpec& m, const Workload& w);
-
 /// Cells llama.cpp allocates per sequence: the context rounded up to a
 /// multiple of 256 (llama-context.cpp pads n_ctx; one KV stream per
 /// sequence).
@@ -165,7 +141,7 @@ struct LlamaCppPlacement {
 /// min(cells, ⌈(window + n_ubatch)/256⌉·256) cells per sequence
 /// (llama-kv-cache-iswa.cpp, one stream per sequence); other architectures'
 /// windows are ignored by their GGUF and every layer is full. Layer counts
-/// are split by where --gpu-layers puts them.
+/// are split by where --gpu-layers puts them (src/core/engines/llamacpp.cpp).
 struct LlamaCppKv {
   std::uint64_t cells = 0;      ///< per sequence, full layers
   std::uint64_t swa_cells = 0;  ///< per sequence, sliding-window layers

@@ -90,12 +90,6 @@ StateParts master_parts(std::span<const ParamTensor> tensors, const Workload& w,
 
 }  // namespace core
 
-std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w) {
-  const ParamTensorList tensors = parameter_tensor_list(m);
-  return core::sharded_bytes(core::weight_parts(tensors, m, w, core::Detail::totals),
-                             shard_factors(w).weights);
-}
-
 std::uint64_t ddp_bucket_bytes(std::uint64_t parameters, const Workload& w) {
   if (w.mode != Mode::train || !core::framework_module(w.framework).ddp_bucket_copies || w.dp <= 1 ||
       w.zero != 0)

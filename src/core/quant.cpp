@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "core/engines/engine.hpp"
 #include "core/inventory.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
@@ -466,18 +467,17 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, L
 }
 
 // The GGUF tensors on the GPU (host = false) or in host memory (host =
-// true). Without llama.cpp everything is on the GPU. llama.cpp keeps
-// token_embd on the host, and with --gpu-layers N offloads the output layer
-// and the last N − 1 blocks (llama-model.cpp load_tensors: i_gpu_start =
-// max(n_layer + 1 − n_gpu_layers, 0), the output is slot n_layer); a tied
-// model's output is a copy of token_embd (TENSOR_DUPLICATED). The rope
+// true), as the serving engine places them (EngineModule::placement:
+// llama.cpp keeps token_embd on the host and offloads --gpu-layers); a tied
+// model's output, when the embeddings stay on the host, is a copy of
+// token_embd (TENSOR_DUPLICATED). The rope
 // factors belong to block 0.
 void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, const ModelSpec& m,
                        const Workload& w, bool host) {
   const GgufContext c{w.quant, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
                       m.tie_word_embeddings};
-  const bool llamacpp = w.engine == Engine::llamacpp;
-  const LlamaCppPlacement where = llamacpp_placement(m, w);
+  const WeightPlacement where =
+      w.mode == Mode::infer ? engine_module(w.engine).placement(m, w) : WeightPlacement{};
   const LayerRange layers =
       host ? LayerRange{0, where.first_gpu_layer} : LayerRange{where.first_gpu_layer, m.num_layers};
   const bool output_here = where.output_on_gpu != host;
@@ -487,7 +487,7 @@ void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, 
         gguf_parts(parts, t, c, layers);
         break;
       case ParamScope::embedding:
-        if (!llamacpp) {
+        if (!where.embedding_on_host) {
           if (!host) gguf_parts(parts, t, c, layers);
           break;
         }
@@ -584,17 +584,10 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
 StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
                              Detail detail) {
   StateParts parts(detail);
-  if (w.engine == Engine::llamacpp && w.quant.kind == QuantKind::gguf)
-    gguf_placed_parts(parts, tensors, m, w, true);
+  if (w.quant.kind == QuantKind::gguf) gguf_placed_parts(parts, tensors, m, w, true);
   return parts;
 }
 
 }  // namespace core
-
-LlamaCppPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
-  if (w.engine != Engine::llamacpp) return {0, true};
-  const std::uint64_t slots = std::min(w.engine_config.llamacpp.gpu_layers, m.num_layers + 1);
-  return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1};
-}
 
 }  // namespace vramcalc

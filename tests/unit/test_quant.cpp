@@ -21,6 +21,11 @@ namespace {
 // Unquantized in bf16: embed 160 + lm_head 160 + norms (2·2 + 1)·8·2 = 80.
 constexpr std::uint64_t k_unquantized = 160 + 160 + 80;
 
+// The weights component of a serving plan.
+std::uint64_t weight_bytes(const ModelSpec& m, const Workload& w) {
+  return test::component(estimate(m, w), Component::weights);
+}
+
 std::uint64_t weights(const ModelSpec& m, std::initializer_list<std::pair<std::string, std::string>> s) {
   return weight_bytes(m, test::workload(m, s));
 }
@@ -146,7 +151,7 @@ TEST_CASE("llama.cpp engine: the cache llama.cpp logs for Llama-3.1-8B", "[quant
   const ModelSpec m = load_model("llama-3.1-8b");
   auto kv = [&](std::initializer_list<std::pair<std::string, std::string>> s) {
     const PlanRequest r = test::request(m, s);
-    return kv_cache_bytes(r.model, r.workload);
+    return test::component(estimate(r.model, r.workload), Component::kv_cache);
   };
   constexpr std::uint64_t MiB = 1ULL << 20;
   const auto llama = std::pair<std::string, std::string>{"engine", "llamacpp"};

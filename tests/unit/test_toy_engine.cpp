@@ -51,6 +51,7 @@ const core::EngineModule k_toy_engine{
     .name = "toy",
     .rank_model = core::whole_model,
     .add_weights = core::no_weights,
+    .placement = core::all_on_gpu,
     .add_overhead = toy_overhead,
     .serve = toy_serve,
     .refuse = toy_refuse,

@@ -20,6 +20,16 @@
 
 namespace vramcalc::core {
 
+/// Where an engine keeps a model's weights: blocks first_gpu_layer … L−1
+/// and, when output_on_gpu, the output layer and final norm on the GPU; the
+/// other blocks, and the token embeddings when embedding_on_host, in host
+/// memory.
+struct WeightPlacement {
+  std::uint64_t first_gpu_layer = 0;
+  bool output_on_gpu = true;
+  bool embedding_on_host = false;
+};
+
 struct EngineModule {
   /// The --engine name ("vllm").
   std::string_view name;
@@ -31,6 +41,8 @@ struct EngineModule {
   /// one GPU's share of it.
   void (*add_weights)(Branch& weights, const ModelSpec& full, const ModelSpec& m, const Workload& w,
                       Detail d);
+  /// Where it keeps the weights of a serving plan.
+  WeightPlacement (*placement)(const ModelSpec& m, const Workload& w);
   /// Adds the engine's own leaves to the runtime overhead (vLLM's
   /// non-torch memory).
   void (*add_overhead)(Branch& overhead, const Workload& w);
@@ -76,6 +88,8 @@ inline constexpr std::size_t k_max_engines = 16;
 
 /// The model itself: for engines that do not split it.
 const ModelSpec& whole_model(const ModelSpec& model, const Workload& w, ModelSpec& storage);
+/// Every weight on the GPU.
+WeightPlacement all_on_gpu(const ModelSpec& m, const Workload& w);
 /// Adds nothing: for engines without tensors or overheads of their own.
 void no_weights(Branch& weights, const ModelSpec& full, const ModelSpec& m, const Workload& w, Detail d);
 void no_overhead(Branch& overhead, const Workload& w);

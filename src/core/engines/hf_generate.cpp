@@ -193,6 +193,7 @@ extern const EngineModule k_hf_engine{
     .name = "hf",
     .rank_model = whole_model,
     .add_weights = hf_weights,
+    .placement = all_on_gpu,
     .add_overhead = no_overhead,
     .serve = hf_serve,
     .refuse = no_refusal,

@@ -14,7 +14,54 @@
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
 
-namespace vramcalc::core {
+namespace vramcalc {
+
+namespace core {
+
+// --n-gpu-layers N offloads the output layer and the last N − 1 blocks
+// (llama-model.cpp load_tensors: i_gpu_start = max(n_layer + 1 −
+// n_gpu_layers, 0), the output is slot n_layer); token_embd stays in host
+// memory.
+WeightPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
+  const std::uint64_t slots = std::min(w.engine_config.llamacpp.gpu_layers, m.num_layers + 1);
+  return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1, true};
+}
+
+}  // namespace core
+
+std::uint64_t llamacpp_kv_cells(const Workload& w) {
+  constexpr std::uint64_t pad = 256;
+  return checked_mul(ceil_div(w.seq, pad), pad);
+}
+
+LlamaCppKv llamacpp_kv(const ModelSpec& m, const Workload& w) {
+  LlamaCppKv kv;
+  kv.cells = llamacpp_kv_cells(w);
+  const std::uint64_t first = core::llamacpp_placement(m, w).first_gpu_layer;
+  const bool iswa = m.type == ModelType::gemma2 && m.sliding_window_layers > 0;
+  if (!iswa) {
+    kv.gpu_full = m.num_layers - first;
+    kv.host_full = first;
+    return kv;
+  }
+  constexpr std::uint64_t pad = 256;
+  kv.swa_cells =
+      std::min(kv.cells, ceil_div(checked_add(m.sliding_window, w.engine_config.llamacpp.ubatch), pad) * pad);
+  // Even layers slide: ⌈n/2⌉ of layers 0 … n−1.
+  kv.host_swa = (first + 1) / 2;
+  kv.host_full = first - kv.host_swa;
+  kv.gpu_swa = (m.num_layers + 1) / 2 - kv.host_swa;
+  kv.gpu_full = m.num_layers - first - kv.gpu_swa;
+  return kv;
+}
+
+std::uint64_t kv_row_bytes(std::uint64_t width, const Workload& w) {
+  if (!w.kv_block) return bytes_for(width, w.kv_dtype);
+  const GgufBlock b = gguf_block(*w.kv_block);
+  return checked_mul(width / b.elements, b.bytes);
+}
+
+namespace core {
 
 namespace {
 
@@ -103,7 +150,7 @@ Branch gpu_cache(const Cache& c, Detail d) {
 
 // Tree mode: what llama.cpp keeps in host memory.
 [[gnu::noinline]] void host_side(Budget& b, const ModelSpec& m, const Workload& w, const Cache& c,
-                                 const LlamaCppPlacement& where, bool all_on_gpu, Detail d) {
+                                 const WeightPlacement& where, bool all_on_gpu, Detail d) {
   const LlamaCppKv& layout = c.layout;
   const ParamTensorList tensors = parameter_tensor_list(m);
   const StateParts host = host_weight_parts(tensors, m, w, d);
@@ -141,7 +188,7 @@ Branch gpu_cache(const Cache& c, Detail d) {
 // The cache, the compute buffer and the host side, all allocated at load.
 Moments llamacpp_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t /*vocab*/) {
   const Detail d = out.detail;
-  const LlamaCppPlacement where = llamacpp_placement(m, w);
+  const WeightPlacement where = llamacpp_placement(m, w);
   const Cache c = cache_of(m, w);
   const std::uint64_t cells = c.layout.cells;
   out.set(Component::kv_cache, gpu_cache(c, d));
@@ -191,6 +238,7 @@ extern const EngineModule k_llamacpp_engine{
     .name = "llamacpp",
     .rank_model = whole_model,
     .add_weights = no_weights,
+    .placement = llamacpp_placement,
     .add_overhead = no_overhead,
     .serve = llamacpp_serve,
     .refuse = no_refusal,
@@ -201,4 +249,6 @@ extern const EngineModule k_llamacpp_engine{
     .native_gguf = true,
 };
 
-}  // namespace vramcalc::core
+}  // namespace core
+
+}  // namespace vramcalc

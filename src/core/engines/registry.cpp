@@ -39,6 +39,10 @@ const ModelSpec& whole_model(const ModelSpec& model, const Workload& /*w*/, Mode
   return model;
 }
 
+WeightPlacement all_on_gpu(const ModelSpec& /*m*/, const Workload& /*w*/) {
+  return {};
+}
+
 void no_weights(Branch& /*weights*/, const ModelSpec& /*full*/, const ModelSpec& /*m*/, const Workload& /*w*/,
                 Detail /*d*/) {}
 

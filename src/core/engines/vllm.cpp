@@ -316,6 +316,7 @@ extern const EngineModule k_vllm_engine{
     .name = "vllm",
     .rank_model = vllm_rank,
     .add_weights = vllm_weights,
+    .placement = all_on_gpu,
     .add_overhead = vllm_overhead,
     .serve = vllm_serve,
     .refuse = vllm_refuse,
