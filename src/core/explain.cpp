@@ -125,19 +125,19 @@ std::string_view section_of(Component c, const Workload& w) {
   switch (c) {
     case Component::weights:
       if (w.lora.kind != Adapter::none) return k_lora_section;
-      return w.quant.kind == QuantKind::none ? "Weights — weight_bytes" : "Quantized weights — --quant";
+      return w.quant.kind == QuantKind::none ? "Weights — weight_parts" : "Quantized weights — --quant";
     case Component::gradients:
-      return "Gradients — gradient_bytes, ddp_bucket_bytes";
+      return "Gradients — gradient_parts, ddp_bucket_bytes";
     case Component::optimizer_states:
       return "Optimizer states — optimizer_state_bytes";
     case Component::master_weights:
-      return "Master weights — master_weight_bytes";
+      return "Master weights — master_parts";
     case Component::activations:
       return framework_module(w.framework).activation_section;
     case Component::logits:
       return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
-      return "KV cache — kv_cache_bytes";
+      return "KV cache — hf_cache_leaves";
     case Component::transient:
       return w.mode == Mode::train ? "Transients" : "Inference working set";
     case Component::runtime_overhead:
