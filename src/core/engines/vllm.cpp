@@ -18,6 +18,51 @@ namespace {
 constexpr std::string_view k_vllm_runner_source =
     "vllm v1/worker/gpu_model_runner.py profile_run, _dummy_run, _dummy_sampler_run";
 
+// The dummy sampler step of vLLM's profiling run.
+Inventory profile_sampler(const ModelSpec& m, const Workload& w, std::uint64_t vocab, Detail detail) {
+  const VllmConfig& v = w.engine_config.vllm;
+  const DType c = w.dtype;
+  const std::uint64_t T = v.max_num_batched_tokens;
+  const std::uint64_t S = std::min(v.max_num_seqs, T);
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t Th = checked_mul(T, h);
+  // The dummy sampler step: the batch's final hidden states, the gathered
+  // last positions and their random stand-in, one logits row per sequence
+  // (lm_head output padded to 64 vocabulary entries; under tensor
+  // parallelism every rank all-gathers the whole row, logits_processor.py
+  // _gather_logits), its fp32 copy, then the top-k/top-p step over S·V
+  // elements.
+  const std::uint64_t vocab_padded = ceil_div(vocab, 64) * 64;
+  const std::uint64_t SV = checked_mul(S, vocab);
+  Inventory samp(detail);
+  samp.add("profile.hidden", "final hidden states of the profiling batch", Th, c, "T·h",
+           k_vllm_runner_source);
+  samp.add("profile.last_hidden", "last-position hidden states and their random stand-in",
+           checked_product(2, S, h), c, "2·S·h", k_vllm_runner_source);
+  if (c != DType::fp32) {
+    samp.add("profile.logits", "logits, one row per sequence", checked_mul(S, vocab_padded), c, "S·Vpad",
+             "vllm model_executor/layers/logits_processor.py; vocab_parallel_embedding.py (padding 64)");
+  }
+  samp.add("profile.logits_fp32", "fp32 logits", SV, DType::fp32, "S·V", "vllm v1/sample/sampler.py");
+  if (v.sampler == VllmSampler::native) {
+    constexpr std::string_view sort_source =
+        "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p; pytorch aten/src/ATen/native/cuda/"
+        "SortStable.cu segmented_sort_pairs";
+    samp.add("profile.sorted", "sorted logits", SV, DType::fp32, "S·V", sort_source);
+    samp.add("profile.sort_indices", "sort indices", SV, DType::int64, "S·V", sort_source);
+    samp.add("profile.sort_reverse_index", "the sort's segment index buffer", SV, DType::int64, "S·V",
+             sort_source);
+    samp.add("profile.sort_scratch", "CUB radix sort's alternate keys and values", checked_mul(3, SV),
+             DType::fp32, "3·S·V", "pytorch aten/src/ATen/cuda/cub.cuh (CUB DeviceSegmentedRadixSort)");
+  } else {
+    constexpr std::string_view fi_source =
+        "flashinfer sampling.py top_k_top_p_sampling_from_logits (top_k_first: top_k_mask_logits, softmax)";
+    samp.add("profile.topk_masked", "top-k masked logits", SV, DType::fp32, "S·V", fi_source);
+    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", fi_source);
+  }
+  return samp;
+}
+
 // What vLLM's profiling run holds at its worst moment (docs/formulas.md,
 // "vLLM's KV pool"): the larger of a decoder layer's MLP on
 // max_num_batched_tokens tokens and the dummy sampler step on one row per
@@ -27,7 +72,6 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
   const VllmConfig& v = w.engine_config.vllm;
   const DType c = w.dtype;
   const std::uint64_t T = v.max_num_batched_tokens;
-  const std::uint64_t S = std::min(v.max_num_seqs, T);
   const std::uint64_t h = m.hidden_size;
   const std::uint64_t f = m.intermediate_size;
   const std::uint64_t Th = checked_mul(T, h);
@@ -91,40 +135,7 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
             "vllm model_executor/models/gpt2.py GPT2MLP.forward");
   }
 
-  // The dummy sampler step: the batch's final hidden states, the gathered
-  // last positions and their random stand-in, one logits row per sequence
-  // (lm_head output padded to 64 vocabulary entries; under tensor
-  // parallelism every rank all-gathers the whole row, logits_processor.py
-  // _gather_logits), its fp32 copy, then the top-k/top-p step over S·V
-  // elements.
-  const std::uint64_t vocab_padded = ceil_div(vocab, 64) * 64;
-  const std::uint64_t SV = checked_mul(S, vocab);
-  Inventory samp(detail);
-  samp.add("profile.hidden", "final hidden states of the profiling batch", Th, c, "T·h",
-           k_vllm_runner_source);
-  samp.add("profile.last_hidden", "last-position hidden states and their random stand-in",
-           checked_product(2, S, h), c, "2·S·h", k_vllm_runner_source);
-  if (c != DType::fp32) {
-    samp.add("profile.logits", "logits, one row per sequence", checked_mul(S, vocab_padded), c, "S·Vpad",
-             "vllm model_executor/layers/logits_processor.py; vocab_parallel_embedding.py (padding 64)");
-  }
-  samp.add("profile.logits_fp32", "fp32 logits", SV, DType::fp32, "S·V", "vllm v1/sample/sampler.py");
-  if (v.sampler == VllmSampler::native) {
-    constexpr std::string_view sort_source =
-        "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p; pytorch aten/src/ATen/native/cuda/"
-        "SortStable.cu segmented_sort_pairs";
-    samp.add("profile.sorted", "sorted logits", SV, DType::fp32, "S·V", sort_source);
-    samp.add("profile.sort_indices", "sort indices", SV, DType::int64, "S·V", sort_source);
-    samp.add("profile.sort_reverse_index", "the sort's segment index buffer", SV, DType::int64, "S·V",
-             sort_source);
-    samp.add("profile.sort_scratch", "CUB radix sort's alternate keys and values", checked_mul(3, SV),
-             DType::fp32, "3·S·V", "pytorch aten/src/ATen/cuda/cub.cuh (CUB DeviceSegmentedRadixSort)");
-  } else {
-    constexpr std::string_view fi_source =
-        "flashinfer sampling.py top_k_top_p_sampling_from_logits (top_k_first: top_k_mask_logits, softmax)";
-    samp.add("profile.topk_masked", "top-k masked logits", SV, DType::fp32, "S·V", fi_source);
-    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", fi_source);
-  }
+  Inventory samp = profile_sampler(m, w, vocab, detail);
   return total_bytes(samp) >= total_bytes(fwd) ? samp : fwd;
 }
 
