@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "io/engines/engine_input.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc::io {
@@ -188,15 +189,8 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   w.quant = pick(r, in.quant, Quant{}, "quant");
   if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
   w.engine = pick(r, in.engine, Engine::hf, "engine");
-  check_engine(model, w, in);
-  // transformers' generate uses a DynamicCache unless told otherwise
-  // (generation/utils.py _prepare_cache_for_generation).
-  if (w.engine == Engine::hf) {
-    w.engine_config.hf.cache = pick(r, in.cache, CacheImpl::dynamic, "cache");
-  } else if (in.cache) {
-    conflict(in.cache->origin, "--cache picks transformers' cache class: it applies to --engine hf");
-  }
-  if (in.draft) resolve_draft(w, *in.draft);
+  resolve_llamacpp(model, w, in);
+  resolve_generate(r, in);
 }
 
 // --gpu names a catalog GPU; --gpu-mem gives a capacity instead.

@@ -1,7 +1,7 @@
 // Private: the steps of resolve() (resolve.cpp), each in the file of its
 // feature: training (train_rules.cpp), Megatron's parallelism
 // (parallel_rules.cpp), offload (offload_rules.cpp), LoRA (lora_rules.cpp)
-// and each serving engine (engine_rules.cpp).
+// and each serving engine (engines/).
 #pragma once
 
 #include <string>
@@ -43,10 +43,6 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in);
 // LoRA and QLoRA (lora_rules.cpp).
 void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
 
-// Serving engines (engine_rules.cpp).
-void check_vllm_keys(const WorkloadInput& in, const Workload& w);
-void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
-void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in);
-void resolve_draft(Workload& w, const Given<std::string>& given);
+// Serving engines: io/engines/engine_input.hpp.
 
 }  // namespace vramcalc::io

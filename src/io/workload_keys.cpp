@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "io/engine_rules.hpp"
+#include "io/engines/engine_input.hpp"
 #include "io/errors.hpp"
 #include "io/json_reader.hpp"
 #include "io/spell.hpp"

@@ -1,11 +1,12 @@
-// Each serving engine's input rules (engine_rules.hpp).
-#include "io/engine_rules.hpp"
-
+// vLLM's input rules (--engine vllm): its engine arguments, their
+// defaults as `vllm serve` sets them, and what its tensor parallelism and
+// multi-LoRA serving can take (engine_input.hpp).
 #include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
 
+#include "io/engines/engine_input.hpp"
 #include "io/resolve.hpp"
 #include "io/value_parsers.hpp"
 #include "vramcalc/error.hpp"
@@ -206,90 +207,6 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   if (in.shared_prefix && model.sliding_window_layers > 0) {
     conflict(in.shared_prefix->origin, "prefix sharing with sliding-window layers is not modelled");
   }
-}
-
-// What the inference engine can serve, and llama.cpp's KV cache types.
-void check_engine(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
-  if (in.gpu_layers && w.engine != Engine::llamacpp) {
-    conflict(in.gpu_layers->origin, "--gpu-layers is llama.cpp's layer offload: add --engine llamacpp");
-  }
-  if (in.ubatch && w.engine != Engine::llamacpp) {
-    conflict(in.ubatch->origin, "is llama.cpp's --ubatch-size: add --engine llamacpp");
-  }
-  if (w.engine != Engine::llamacpp) {
-    if (in.kv_block) {
-      conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
-                                                "engines: fp8, bf16, fp16, fp32)",
-                                                io::name_in(io::k_kv_blocks, in.kv_block->value)));
-    }
-    return;
-  }
-  const std::string& origin = in.engine->origin;
-  if (w.quant.kind != QuantKind::gguf) {
-    conflict(origin,
-             "llama.cpp loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 for an "
-             "unquantized file)");
-  }
-  // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
-  // architectures have no window); Gemma 2 uses its sliding-window cache
-  // on the even layers (llamacpp_kv).
-  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2 &&
-      model.sliding_window_layers != (model.num_layers + 1) / 2) {
-    conflict(origin,
-             fmt::format("{} has {} sliding-window layers of {}; llama.cpp's Gemma 2 slides every other "
-                         "layer",
-                         model.name, model.sliding_window_layers, model.num_layers));
-  }
-  if (in.kv_dtype && w.kv_dtype == DType::fp8) {
-    conflict(in.kv_dtype->origin,
-             "llama.cpp has no fp8 KV cache; its types are f16 (fp16), bf16, fp32, q8_0, "
-             "q4_0, q4_1, q5_0, q5_1 and iq4_nl");
-  }
-  // Every block and the output layer unless --gpu-layers says otherwise; a
-  // larger count offloads everything, as llama.cpp clamps it.
-  w.engine_config.llamacpp.gpu_layers =
-      std::min(in.gpu_layers ? in.gpu_layers->value : model.num_layers + 1, model.num_layers + 1);
-  // llama.cpp's defaults: n_ubatch 512, and never more than n_batch (2048)
-  // (common/common.h; llama-context.cpp clamps n_ubatch to n_batch).
-  w.engine_config.llamacpp.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
-  // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
-  // weights have no bearing on it.
-  if (!in.kv_dtype) w.kv_dtype = DType::fp16;
-  if (in.kv_block) {
-    w.kv_block = in.kv_block->value;
-    if (w.attention == AttentionImpl::eager) {
-      conflict(in.kv_block->origin,
-               "llama.cpp quantizes the V cache only with flash attention (llama-context.cpp "
-               "\"V cache quantization requires flash_attn\"); use --attention flash");
-    }
-    const std::uint64_t row = model.num_key_value_heads * model.head_dim;
-    if (row % gguf_block(*w.kv_block).elements != 0) {
-      conflict(in.kv_block->origin,
-               fmt::format("{}: KV rows of {} values are not whole blocks of {}",
-                           io::name_in(io::k_kv_blocks, *w.kv_block), row, gguf_block(*w.kv_block).elements));
-    }
-  }
-}
-
-// --draft: the assistant model of transformers' assisted generation, loaded
-// like the target (a preset or a config.json).
-void resolve_draft(Workload& w, const Given<std::string>& given) {
-  if (w.engine != Engine::hf) {
-    conflict(given.origin,
-             "a draft model is modelled for --engine hf (transformers' assisted generation) so far");
-  }
-  ModelSpec draft;
-  try {
-    draft = load_model(given.value);
-  } catch (const InputError& e) {
-    throw InputError(given.origin, e.where().empty() ? std::string(e.what()) : e.what());
-  }
-  if (draft.learned_positions && w.seq > draft.max_position_embeddings) {
-    conflict(given.origin, fmt::format("the draft {} has {} positions, fewer than --seq {}", draft.name,
-                                       draft.max_position_embeddings, w.seq));
-  }
-  draft.source.clear();
-  w.draft = std::move(draft);
 }
 
 }  // namespace vramcalc::io
