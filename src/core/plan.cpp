@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/assembly.hpp"
 #include "core/engines/engine.hpp"
 #include "core/frameworks/framework.hpp"

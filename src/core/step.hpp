@@ -102,11 +102,6 @@ struct Builder {
   void assume(Component c, Why&& why) {
     if (tree()) record_assumption(c, why);
   }
-  // A note of the plan; `text()` runs in tree mode only.
-  template <class Text>
-  void note(Text&& text) {
-    if (tree()) b->notes.emplace_back(text());
-  }
 
   // Tree mode only, and out of line so that the totals path stays small.
   [[gnu::noinline]] void set_tree(Component c, Branch&& branch) {
