@@ -99,8 +99,8 @@ std::string workload_line(const Workload& w) {
         "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}", w.batch, w.seq,
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
         w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.engine_config.hf.cache)) : "",
-        w.engine == Engine::llamacpp ? "llamacpp" : name_of(w.framework), name_of(w.attention),
-        w.draft ? fmt::format(", draft {}", w.draft->name) : "", w.dp);
+        name_of(w.engine), name_of(w.attention), w.draft ? fmt::format(", draft {}", w.draft->name) : "",
+        w.dp);
   }
   if (w.lora.kind != Adapter::none) {
     return fmt::format(

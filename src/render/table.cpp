@@ -1,6 +1,7 @@
 // The terminal table.
 #include <fmt/format.h>
 
+#include "core/engines/engine.hpp"
 #include "render/common.hpp"
 #include "vramcalc/render.hpp"
 
@@ -45,10 +46,12 @@ std::string render_table(const PlanResult& p) {
   out += fmt::format("{:<18} {:>10}   (components are never all live at once)\n", "sum", format_gib(b.sum));
   out += "\n";
   const Phase& peak = b.phases[b.peak_phase];
-  const bool llamacpp =
-      p.request.workload.engine == Engine::llamacpp && p.request.workload.mode == Mode::infer;
+  // A serving engine may count its peak in buffers of its own (engines/).
+  const Workload& w = p.request.workload;
+  const std::string_view allocated_as =
+      w.mode == Mode::infer ? core::engine_module(w.engine).allocated_as : "torch.cuda.max_memory_allocated";
   out += fmt::format("peak allocated  {:>10} GiB  at {} ({})\n", format_gib(b.peak_allocated), peak.when,
-                     llamacpp ? "llama.cpp's model and KV buffers" : "torch.cuda.max_memory_allocated");
+                     allocated_as);
   out += fmt::format("peak reserved   {:>10} GiB  + allocator rounding {} GiB\n", format_gib(b.peak_reserved),
                      format_gib(b.allocator_slack));
   out += fmt::format("peak device     {:>10} GiB  + runtime overhead {} GiB (what nvidia-smi shows)\n",

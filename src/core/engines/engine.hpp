@@ -60,6 +60,8 @@ struct EngineModule {
   /// The docs/formulas.md section that derives a component of a serving
   /// plan when the engine computes it its own way; empty: the general one.
   std::string_view (*section)(Component c);
+  /// What its peak_allocated is, in the engine's own terms.
+  std::string_view allocated_as = "torch.cuda.max_memory_allocated";
   /// Whether its buffers come from PyTorch's caching allocator, which rounds
   /// each to its block (c10/cuda/CUDACachingAllocator.cpp); llama.cpp
   /// allocates whole ggml backend buffers.

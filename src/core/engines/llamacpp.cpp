@@ -244,6 +244,7 @@ extern const EngineModule k_llamacpp_engine{
     .refuse = no_refusal,
     .symbol = llamacpp_symbol,
     .section = llamacpp_section,
+    .allocated_as = "llama.cpp's model and KV buffers",
     // ggml backend buffers, allocated whole outside PyTorch's allocator.
     .caching_allocator = false,
     .native_gguf = true,
