@@ -229,7 +229,7 @@ void serving_levers(Levers& out) {
     out.add("weights", "dtype=fp8", {{"dtype", "fp8"}, {"kv_dtype", std::string(name_of(w.kv_dtype))}},
             "fp8 weights, dequantised per matmul",
             "1 byte per weight instead of 2; check the model's fp8 evaluation before serving",
-            "vramcalc weight_bytes (docs/formulas.md, Weights)", 3);
+            "vramcalc weight_parts (docs/formulas.md, Weights)", 3);
   }
   out.add(
       "weights", "quant=gptq:4:128", {{"quant", "gptq:4:128"}},
