@@ -7,11 +7,9 @@
 // present key that looks like a typo of it.
 #include <algorithm>
 #include <array>
-#include <filesystem>
 
 #include <fmt/format.h>
 
-#include "io/embedded_data.hpp"
 #include "io/json_reader.hpp"
 #include "io/model_reader.hpp"
 #include "io/spell.hpp"
@@ -636,70 +634,6 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
 ModelSpec parse_model(std::string_view json_text, std::string_view source, std::string_view name) {
   const nlohmann::json doc = io::parse_json(json_text, source);
   return io::read_model(io::JsonCursor(doc, std::string(source)), std::string(name));
-}
-
-namespace {
-
-std::string preset_name_of(const std::string& file) {
-  return file.substr(0, file.size() - std::string_view(".json").size());
-}
-
-bool is_preset_file(const std::string& file) {
-  return file.size() > 5 && file.ends_with(".json") && file != "gpus.json";
-}
-
-}  // namespace
-
-namespace io {
-
-std::optional<ModelSpec> find_preset(std::string_view name) {
-  for (const auto& f : embedded_files()) {
-    const std::string file(f.name);
-    if (is_preset_file(file) && preset_name_of(file) == name) {
-      return parse_model(f.text, "models/" + file, name);
-    }
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> preset_names() {
-  std::vector<std::string> names;
-  for (const auto& f : embedded_files()) {
-    const std::string file(f.name);
-    if (is_preset_file(file)) names.push_back(preset_name_of(file));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool looks_like_path(std::string_view arg) {
-  return arg.ends_with(".json") || arg.find('/') != std::string_view::npos;
-}
-
-}  // namespace io
-
-std::vector<PresetInfo> presets() {
-  std::vector<PresetInfo> out;
-  for (const auto& f : io::embedded_files()) {
-    const std::string file(f.name);
-    if (!is_preset_file(file)) continue;
-    const nlohmann::json doc = io::parse_json(f.text, "models/" + file);
-    out.push_back({preset_name_of(file), doc.value("model_type", ""), doc.value("source", "")});
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  return out;
-}
-
-ModelSpec load_model(std::string_view name_or_path) {
-  if (auto preset = io::find_preset(name_or_path)) return *preset;
-  const std::string arg(name_or_path);
-  std::error_code ec;
-  if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
-    return parse_model(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
-  }
-  throw InputError("", fmt::format("unknown model \"{}\"{} (run \"vramcalc models\" for the "
-                                   "presets, or give the path of a config.json)",
-                                   arg, io::did_you_mean(arg, io::preset_names())));
 }
 
 }  // namespace vramcalc
