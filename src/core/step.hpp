@@ -80,6 +80,12 @@ inline ComponentBytes live_at(const Moment& mo) {
   return live;
 }
 
+// The model itself: the rank_model of an engine or framework that does
+// not split it over GPUs (engines/engine.hpp, frameworks/framework.hpp).
+inline const ModelSpec& whole_model(const ModelSpec& model, const Workload& /*w*/, ModelSpec& /*storage*/) {
+  return model;
+}
+
 // A budget under construction: components and their allocator rounding in
 // both modes; in tree mode also the Budget's trees and assumptions, set
 // together with the numbers.

@@ -39,7 +39,7 @@ std::optional<PlanResult::MegatronEstimate> toy_estimate(const ModelSpec& /*m*/,
 const core::FrameworkModule k_toy_framework{
     .name = "toy",
     .profile = toy_activations,
-    .rank_model = core::unsplit_model,
+    .rank_model = core::whole_model,
     .own_estimate = toy_estimate,
     .refusal = toy_refusal,
     .default_precision = toy_precision,

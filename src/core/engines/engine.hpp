@@ -88,8 +88,6 @@ inline constexpr std::size_t k_max_engines = 16;
 
 // Helpers the engines share.
 
-/// The model itself: for engines that do not split it.
-const ModelSpec& whole_model(const ModelSpec& model, const Workload& w, ModelSpec& storage);
 /// Every weight on the GPU.
 WeightPlacement all_on_gpu(const ModelSpec& m, const Workload& w);
 /// Adds nothing: for engines without tensors or overheads of their own.

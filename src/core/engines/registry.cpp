@@ -35,10 +35,6 @@ Engine register_engine(const EngineModule& module) {
   return g_engines.add(module);
 }
 
-const ModelSpec& whole_model(const ModelSpec& model, const Workload& /*w*/, ModelSpec& /*storage*/) {
-  return model;
-}
-
 WeightPlacement all_on_gpu(const ModelSpec& /*m*/, const Workload& /*w*/) {
   return {};
 }

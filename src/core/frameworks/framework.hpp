@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/inventory.hpp"
+#include "core/step.hpp"
 #include "vramcalc/estimate.hpp"
 #include "vramcalc/model.hpp"
 #include "vramcalc/workload.hpp"
@@ -88,8 +89,6 @@ struct FrameworkModule {
 Framework register_framework(const FrameworkModule& module);
 inline constexpr std::size_t k_max_frameworks = 16;
 
-/// The model itself: for frameworks that do not split it.
-const ModelSpec& unsplit_model(const ModelSpec& model, const Workload& w, ModelSpec& storage);
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);
 

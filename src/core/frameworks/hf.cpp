@@ -40,7 +40,7 @@ ActivationProfile hf_activations(const ModelSpec& m, const Workload& w, Detail d
 extern const FrameworkModule k_hf_framework{
     .name = "hf",
     .profile = hf_activations,
-    .rank_model = unsplit_model,
+    .rank_model = whole_model,
     .own_estimate = no_own_estimate,
     .refusal = hf_refusal,
     .default_precision = hf_precision,

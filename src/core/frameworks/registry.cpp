@@ -34,10 +34,6 @@ Framework register_framework(const FrameworkModule& module) {
   return g_frameworks.add(module);
 }
 
-const ModelSpec& unsplit_model(const ModelSpec& model, const Workload& /*w*/, ModelSpec& /*storage*/) {
-  return model;
-}
-
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& /*model*/,
                                                             const Workload& /*w*/) {
   return std::nullopt;
