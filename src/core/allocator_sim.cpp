@@ -1,8 +1,8 @@
 // The CUDA caching allocator, simulated. Every rule below cites
-// pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, read at commit 001074d2
-// ("@001074d2"); the same rules stand in the older copy at eb42ad6e, so they
-// hold for the v2.x releases between (v2.7.0 included, though its tag commit
-// could not be resolved where this was written).
+// pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp as read at commit
+// 001074d25084 ("@001074d2", of the v2.6-v2.7 era). The file at the v2.7.0
+// tag (134179474539) was not available to read; the same rules stand in the
+// older copy at eb42ad6eca0c, so they are taken to hold at v2.7.0 too.
 //
 // Simplifications, all with PyTorch's default settings in mind:
 // - max_split_size is unlimited, so the oversize rules of get_free_block and
