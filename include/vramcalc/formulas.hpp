@@ -87,6 +87,10 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 
 /// Element type of gradients: fp32 for fp32, amp and mixed-fp32-grads; else --dtype.
 [[nodiscard]] DType gradient_dtype(const Workload& w);
+/// The dtype ZeRO-3 / FSDP all-gathers parameters in, and of a layer's
+/// unsharded gradients: the 16-bit compute copies under FSDP2's mixed
+/// precision (--precision fsdp-mp), else the parameters' own.
+[[nodiscard]] DType gathered_dtype(const Workload& w);
 
 // ---- model states ---------------------------------------------------------
 

@@ -105,6 +105,7 @@ struct WorkloadInput {
   std::optional<Given<AttentionImpl>> attention;
   std::optional<Given<double>> dropout;
   std::optional<Given<Checkpointing>> checkpoint;
+  std::optional<Given<Compile>> compile;  ///< --compile no|model|yes
   std::optional<Given<Loss>> loss;
   std::optional<Given<Quant>> quant;
   std::optional<Given<bool>> quant_lm_head;

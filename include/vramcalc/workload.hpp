@@ -26,6 +26,10 @@ enum class Precision : std::uint8_t {
   mixed,             ///< ZeRO paper mixed precision: 2 + 2 + 4 + 8 = 16
   mixed_fp32_grads,  ///< Megatron bf16 with fp32 main grads: 2 + 4 + 4 + 8 = 18
   pure,              ///< everything 16-bit, no master copy: 2 + 2 + 0 + 4 = 8
+  /// PyTorch FSDP2's MixedPrecisionPolicy(param_dtype=16-bit,
+  /// reduce_dtype=fp32), torchtitan's default: fp32 parameter shards, cast
+  /// to 16-bit when gathered, fp32 gradient shards: 4 + 4 + 0 + 8 = 16.
+  fsdp_mp,
 };
 
 enum class Optimizer : std::uint8_t {
@@ -44,8 +48,9 @@ enum class Optimizer : std::uint8_t {
 /// Which framework's modules and kernels run the model; this picks the
 /// activation profile and the default precision regime.
 enum class Framework : std::uint8_t {
-  hf,        ///< Hugging Face transformers with PyTorch SDPA
-  megatron,  ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
+  hf,          ///< Hugging Face transformers with PyTorch SDPA
+  megatron,    ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
+  torchtitan,  ///< PyTorch torchtitan: FSDP2 over its own Llama modules
 };
 
 /// transformers' KV cache class for generate (hf engine).
@@ -128,6 +133,16 @@ enum class CheckpointKind : std::uint8_t {
   full,       ///< keep each layer's input; recompute the layer in backward
   selective,  ///< recompute the attention core only (Megatron)
   every,      ///< checkpoint every k-th layer (k = 1 is full)
+  /// torchtitan's op-level selective checkpointing: each layer keeps the
+  /// outputs of the ops on its save list and recomputes the rest.
+  selective_op,
+};
+
+/// What torch.compile compiles (torchtitan's compile.components).
+enum class Compile : std::uint8_t {
+  none,            ///< eager
+  model,           ///< each decoder layer (torchtitan before 2025-04: the loss stays eager)
+  model_and_loss,  ///< each decoder layer and the loss (torchtitan's default when compiling)
 };
 
 struct Checkpointing {
@@ -283,6 +298,8 @@ struct Workload {
   AttentionImpl attention = AttentionImpl::flash;
   Dropout dropout;
   Checkpointing checkpoint;
+  /// torch.compile (--compile; torchtitan).
+  Compile compile = Compile::none;
   Loss loss;
   Lora lora;               ///< training through adapters; kind none for full fine-tuning
   Freeze freeze;           ///< full fine-tuning with frozen parts

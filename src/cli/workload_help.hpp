@@ -132,9 +132,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "params "
      "under torch.autocast) 4+4+0+8=16 plus 16-bit weight copies kept for backward; mixed (ZeRO paper) "
      "2+2+4+8=16; "
-     "mixed-fp32-grads (Megatron) 2+4+4+8=18; pure (all 16-bit) 2+2+0+4=8. Default: amp for hf, "
-     "mixed-fp32-grads "
-     "for megatron, fp32 with --dtype fp32"},
+     "mixed-fp32-grads (Megatron) 2+4+4+8=18; pure (all 16-bit) 2+2+0+4=8; fsdp-mp (FSDP2 "
+     "MixedPrecisionPolicy: fp32 shards gathered as 16-bit copies, fp32 gradient shards) 4+4+0+8=16. "
+     "Default: amp for hf, mixed-fp32-grads for megatron, fsdp-mp for torchtitan, fp32 with --dtype fp32"},
     {"optimizer",
      "adamw | adam | sgd | sgd-momentum | lion | adafactor | adamw-8bit | paged-adamw | paged-adamw-8bit "
      "(bitsandbytes: states of tensors with 100,000 elements or more in unified memory, reported as host) | "
@@ -142,14 +142,18 @@ inline constexpr FlagHelp k_flag_help[] = {
      "(default adamw)"},
     {"framework",
      "hf (Hugging Face transformers + PyTorch SDPA) | megatron (Megatron-Core, Korthikanti et al. 2022 Table "
-     "2) "
-     "(default hf)"},
+     "2) | torchtitan (its Llama under FSDP2 over --dp ranks, FSDP full sharding by default) (default hf)"},
     {"attention", "flash (fused SDPA kernel) | eager (materialised scores) (default flash)"},
     {"dropout",
      "dropout probability for attention, hidden and embedding dropout (default: the model "
      "config for hf, 0.1 for megatron)"},
     {"checkpoint",
-     "none | full | selective (megatron) | every:K (checkpoint every K-th layer) (default none)"},
+     "none | full | selective (megatron) | selective-op (torchtitan's op policy: keeps matmul and attention "
+     "outputs on its save list, recomputes the rest) | every:K or selective:K (checkpoint every K-th layer) "
+     "(default none)"},
+    {"compile",
+     "torchtitan: no | model (torch.compile of each decoder layer) | yes (each layer and the loss, "
+     "torchtitan's compile.components = [model, loss]) (default no)"},
     {"loss",
      "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
      "N "

@@ -97,6 +97,10 @@ Dtypes dtypes_of(const Workload& w) {
       return {half, DType::fp32, half, half, DType::fp32, true, false, half};
     case Precision::pure:
       return {half, half, half, half, half, false, false, half};
+    case Precision::fsdp_mp:
+      // The gathered 16-bit parameters compute; no autocast, so the
+      // residual stream is 16-bit too.
+      return {DType::fp32, DType::fp32, half, half, DType::fp32, false, false, half};
   }
   return {half, half, half, half, half, false, false, half};
 }

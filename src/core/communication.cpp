@@ -42,7 +42,7 @@ void data_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& out
       out.push_back(leaf("dp.param_allgather", "ZeRO-1/2: all-gather of the updated parameters",
                          ring(params, N, 1), 1, "W·(N−1)/N", k_zero));
     } else {
-      const std::uint64_t all = bytes_for(count_parameters(m).total, weight_dtype(w));
+      const std::uint64_t all = bytes_for(count_parameters(m).total, gathered_dtype(w));
       out.push_back(leaf("dp.param_allgather",
                          "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
                          micro, "2·W·(N−1)/N per micro-batch", k_zero));

@@ -342,7 +342,8 @@ struct ActivationProfile {
         layer_backward(detail),
         forward_extra(detail),
         frozen_layer(detail),
-        first_layer(detail) {}
+        first_layer(detail),
+        recompute(detail) {}
 
   Inventory layer;          ///< one decoder layer, nothing recomputed
   Inventory checkpointed;   ///< what a checkpointed layer keeps (its input)
@@ -362,6 +363,10 @@ struct ActivationProfile {
   /// (frozen embeddings and no checkpointing: LoRA, --freeze): its input
   /// norm keeps only what its weight's gradient needs. Empty otherwise.
   Inventory first_layer;
+  /// What a checkpointed layer's recomputation re-creates for its backward
+  /// under a selective policy (what `checkpointed` does not already keep);
+  /// empty: the whole `layer`.
+  Inventory recompute;
   /// Tree mode only (empty in totals mode).
   std::vector<std::pair<std::string, std::string>> assumptions;
   std::vector<std::string> notes;  ///< tree mode only
@@ -371,6 +376,9 @@ struct ActivationProfile {
 [[nodiscard]] ActivationProfile hf_profile(const ModelSpec& m, const Workload& w,
                                            Detail detail = Detail::tree);
 
+/// torchtitan's Llama under FSDP2 (src/core/frameworks/torchtitan_activations.cpp).
+[[nodiscard]] ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w,
+                                                   Detail detail = Detail::tree);
 /// Megatron-Core, Korthikanti et al. 2022 (src/core/frameworks/megatron_activations.cpp).
 [[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
                                                  Detail detail = Detail::tree);

@@ -10,10 +10,18 @@ namespace vramcalc {
 
 DType weight_dtype(const Workload& w) {
   if (w.lora.kind != Adapter::none) return w.dtype;  // the frozen base
-  if (w.mode == Mode::train && (w.precision == Precision::fp32 || w.precision == Precision::amp)) {
+  if (w.mode == Mode::train && (w.precision == Precision::fp32 || w.precision == Precision::amp ||
+                                w.precision == Precision::fsdp_mp)) {
     return DType::fp32;
   }
   return w.dtype;
+}
+
+// FSDP2 MixedPrecisionPolicy: all-gather in param_dtype, reduce-scatter in
+// reduce_dtype (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+// init_all_gather_outputs, _fsdp_collectives.py foreach_reduce).
+DType gathered_dtype(const Workload& w) {
+  return w.precision == Precision::fsdp_mp ? w.dtype : weight_dtype(w);
 }
 
 DType gradient_dtype(const Workload& w) {
@@ -22,6 +30,7 @@ DType gradient_dtype(const Workload& w) {
     case Precision::fp32:
     case Precision::amp:
     case Precision::mixed_fp32_grads:
+    case Precision::fsdp_mp:
       return DType::fp32;
     case Precision::mixed:
     case Precision::pure:

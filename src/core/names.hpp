@@ -27,10 +27,15 @@ inline constexpr std::array k_dtypes = {Choice<DType>{"fp32", DType::fp32},
                                         Choice<DType>{"bf16", DType::bf16},
                                         Choice<DType>{"fp16", DType::fp16}, Choice<DType>{"fp8", DType::fp8}};
 inline constexpr std::array k_precisions = {
-    Choice<Precision>{"fp32", Precision::fp32}, Choice<Precision>{"amp", Precision::amp},
+    Choice<Precision>{"fp32", Precision::fp32},
+    Choice<Precision>{"amp", Precision::amp},
     Choice<Precision>{"mixed", Precision::mixed},
     Choice<Precision>{"mixed-fp32-grads", Precision::mixed_fp32_grads},
-    Choice<Precision>{"pure", Precision::pure}};
+    Choice<Precision>{"pure", Precision::pure},
+    Choice<Precision>{"fsdp-mp", Precision::fsdp_mp}};
+inline constexpr std::array k_compiles = {Choice<Compile>{"no", Compile::none},
+                                          Choice<Compile>{"model", Compile::model},
+                                          Choice<Compile>{"yes", Compile::model_and_loss}};
 inline constexpr std::array k_optimizers = {
     Choice<Optimizer>{"adamw", Optimizer::adamw},
     Choice<Optimizer>{"adam", Optimizer::adam},
@@ -49,7 +54,8 @@ inline constexpr std::array k_checkpoint_kinds = {
     Choice<CheckpointKind>{"none", CheckpointKind::none},
     Choice<CheckpointKind>{"full", CheckpointKind::full},
     Choice<CheckpointKind>{"selective", CheckpointKind::selective},
-    Choice<CheckpointKind>{"every", CheckpointKind::every}};
+    Choice<CheckpointKind>{"every", CheckpointKind::every},
+    Choice<CheckpointKind>{"selective-op", CheckpointKind::selective_op}};
 // The kinds alone; --loss also takes chunked:N (parse_loss).
 inline constexpr std::array k_losses = {Choice<LossImpl>{"standard", LossImpl::standard},
                                         Choice<LossImpl>{"chunked", LossImpl::chunked}};

@@ -24,6 +24,7 @@ namespace vramcalc {
 std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers) {
   switch (c.kind) {
     case CheckpointKind::full:
+    case CheckpointKind::selective_op:
       return layers;
     case CheckpointKind::every:
       return ceil_div(layers, c.every);
@@ -81,6 +82,7 @@ class ShareWalk {
 bool checkpointed(const Checkpointing& c, std::uint64_t layer) {
   switch (c.kind) {
     case CheckpointKind::full:
+    case CheckpointKind::selective_op:
       return true;
     case CheckpointKind::every:
       return layer % c.every == 0;
@@ -137,7 +139,15 @@ struct Train {
   bool offload = false;
   std::uint64_t window = 0;
   std::uint64_t window_rounding = 0;
+  // A selective policy's recomputation (ActivationProfile::recompute).
+  std::uint64_t a_recompute = 0;
 };
+
+// The bytes a checkpointed layer's recomputation re-creates, `layer` being
+// what the whole layer saves.
+std::uint64_t redone_bytes(const Train& t, std::uint64_t layer) {
+  return t.prof.recompute.empty() ? layer : t.a_recompute;
+}
 
 // The decoder layers' stored activations on the GPU: all of them, or under
 // activation offload at most the window.
@@ -202,7 +212,7 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
   // One rank gathers nothing, unless its parameters wait on the host.
   if (w.zero < 3 || (zero_ranks(w) <= 1 && w.offload.kind != OffloadKind::params)) return;
   const std::uint64_t root = t.params.total - t.params.layers;
-  const DType wd = weight_dtype(w);
+  const DType wd = gathered_dtype(w);
   constexpr std::string_view src =
       "PyTorch FSDP (fsdp/api.py BackwardPrefetch; FSDP2 fully_shard); DeepSpeed stage3.py";
   for (Inventory* inv : {&fwd, &bwd}) {
@@ -222,7 +232,8 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
     }
   }
   bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
-          t.params.per_layer, gradient_dtype(w), "layer parameters", src);
+          t.params.per_layer, w.precision == Precision::fsdp_mp ? gathered_dtype(w) : gradient_dtype(w),
+          "layer parameters", src);
   layer.add("zero3.reduce_scatter_input", "the previous layer's reduce-scatter input, held until this one's",
             t.params.per_layer, gradient_dtype(w), "layer parameters",
             "PyTorch FSDP2 _fsdp_param_group.py (reduce_scatter_state), _fsdp_collectives.py foreach_reduce");
@@ -243,7 +254,7 @@ Inventory step_temporaries(const Train& t, Detail detail) {
   }
   // The framework's --optimizer adam may be torch.optim.Adam's foreach
   // kernel (frameworks/hf.cpp).
-  if (framework_module(w.framework).foreach_adam && w.optimizer == Optimizer::adam) {
+  if (framework_module(w.framework).foreach_update(w.optimizer)) {
     inv.add("step.adam_sqrt", "exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sq) over all parameters", shard,
             optimizer_state_dtype(w), "⌈P / N⌉",
             "torch/optim/adam.py _multi_tensor_adam (foreach, the CUDA default since 2.0)");
@@ -334,8 +345,8 @@ WorstLayer worst_backward_layer(const Train& t, const StepGradients& g, std::uin
       new_grads = g.persist ? 0 : produced_grads.value();
       produced_grads.next();
     }
-    const std::uint64_t total =
-        add_inline(fixed, add_inline(on_gpu(t, stored), add_inline(new_grads, recomputed ? layer : 0)));
+    const std::uint64_t total = add_inline(
+        fixed, add_inline(on_gpu(t, stored), add_inline(new_grads, recomputed ? redone_bytes(t, layer) : 0)));
     if (step == 0 || total > worst_total) {
       worst_total = total;
       worst = {i, produced};
@@ -360,7 +371,12 @@ void backward_layer_moment(Moments& out, const Train& t, const ComponentBytes& b
   b.live[idx(Component::logits)] = t.in_flight_logits;
   b.live[idx(Component::gradients)] = g.live(worst.produced);
   if (checkpointed(t.w.checkpoint, worst.layer)) {
-    b.transient.append(worst.layer >= t.frozen ? t.prof.layer : t.prof.frozen_layer, [](TensorEntry& r) {
+    // What the recomputation re-creates: the whole layer, or what a
+    // selective policy did not keep.
+    const Inventory& redone = !t.prof.recompute.empty() ? t.prof.recompute
+                              : worst.layer >= t.frozen ? t.prof.layer
+                                                        : t.prof.frozen_layer;
+    b.transient.append(redone, [](TensorEntry& r) {
       r.id = "recompute." + r.id;
       r.label = "recomputed: " + r.label;
       r.source = "torch/utils/checkpoint.py (the layer is re-run for its backward); " + r.source;
@@ -548,6 +564,8 @@ std::string checkpoint_text(const Train& t) {
       return "selective recompute of the attention core";
     case CheckpointKind::every:
       return fmt::format("checkpointing every {} layers ({} of {})", c.every, t.n_ckpt, t.m.num_layers);
+    case CheckpointKind::selective_op:
+      return "op-level selective checkpointing (each layer keeps its save list's outputs)";
   }
   return "";
 }
@@ -604,6 +622,7 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   t.a_full = total_bytes(t.prof.layer);
   t.a_ckpt = total_bytes(t.prof.checkpointed);
   t.a_model = total_bytes(t.prof.model);
+  t.a_recompute = total_bytes(t.prof.recompute);
   t.r_full = t.prof.layer.tally().rounding;
   t.r_ckpt = t.prof.checkpointed.tally().rounding;
   t.r_model = t.prof.model.tally().rounding;

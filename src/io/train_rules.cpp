@@ -119,6 +119,15 @@ void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   if (w.checkpoint.kind == CheckpointKind::selective) {
     check_supported(w, core::TrainingFeature::selective_recompute, in.checkpoint->origin);
   }
+  if (w.checkpoint.kind == CheckpointKind::selective_op) {
+    check_supported(w, core::TrainingFeature::op_checkpoint, in.checkpoint->origin);
+  }
+  // Eager unless asked; only a framework that can compile lists it as a default.
+  if (in.compile && in.compile->value != Compile::none) {
+    check_supported(w, core::TrainingFeature::compile, in.compile->origin);
+  }
+  const bool compiles = core::framework_module(w.framework).refusal(core::TrainingFeature::compile).empty();
+  w.compile = compiles ? pick(r, in.compile, Compile::none, "compile") : Compile::none;
   w.loss = pick(r, in.loss, Loss{}, "loss");
   if (w.loss.kind == LossImpl::chunked) check_chunked_loss(model, w, in.loss->origin);
   if (in.dropout) {
@@ -139,9 +148,21 @@ void resolve_sharding(PlanRequest& r, const WorkloadInput& in) {
                                           in.fsdp->value == 3 ? "full" : "grad-op", in.fsdp->value,
                                           in.zero->origin, in.zero->value));
   }
-  w.zero = in.fsdp ? in.fsdp->value : pick(r, in.zero, std::uint32_t{0}, "zero");
+  w.zero =
+      in.fsdp ? in.fsdp->value : pick(r, in.zero, core::framework_module(w.framework).default_zero, "zero");
   if (in.shard_group) resolve_hybrid(r, in);
   resolve_offload(r, in);
+}
+
+// FSDP2's mixed precision casts what it gathers: it needs FSDP full
+// sharding over two ranks or more.
+void check_fsdp_mp(const Workload& w, const WorkloadInput& in) {
+  if (w.precision != Precision::fsdp_mp || !in.precision) return;
+  if (w.zero != 3 || zero_ranks(w) < 2) {
+    conflict(in.precision->origin,
+             "fsdp-mp is FSDP2's MixedPrecisionPolicy, which casts the parameters it all-gathers: it needs "
+             "--fsdp full (or --zero 3) over --dp 2 or more");
+  }
 }
 
 }  // namespace
@@ -156,6 +177,11 @@ void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
   resolve_sharding(r, in);
   r.workload.kv_dtype = r.workload.dtype;
   resolve_megatron_parallel(model, r, in);
+  check_fsdp_mp(r.workload, in);
+  if (const auto unmodelled = core::framework_module(r.workload.framework).unmodelled) {
+    const std::string why = unmodelled(model, r.workload);
+    if (!why.empty()) conflict(in.framework ? in.framework->origin : "framework", why);
+  }
 }
 
 }  // namespace vramcalc::io

@@ -188,9 +188,14 @@ Checkpointing parse_checkpoint(std::string_view text, const std::string& origin)
   if (text == "none") return {CheckpointKind::none, 0};
   if (text == "full") return {CheckpointKind::full, 0};
   if (text == "selective") return {CheckpointKind::selective, 0};
+  if (text == "selective-op") return {CheckpointKind::selective_op, 0};
   if (text.starts_with("every:"))
     return {CheckpointKind::every, count_after(text, "every:", "every:K", origin)};
-  const std::vector<std::string> names = {"none", "full", "selective", "every:K"};
+  // torchtitan's name for every K-th layer (selective_ac_option = K).
+  if (text.starts_with("selective:"))
+    return {CheckpointKind::every, count_after(text, "selective:", "selective:K", origin)};
+  const std::vector<std::string> names = {"none",         "full",    "selective",
+                                          "selective-op", "every:K", "selective:K"};
   throw unknown_value(origin, text, names);
 }
 

@@ -185,6 +185,7 @@ constexpr WorkloadKey k_keys[] = {
     field<&In::attention, parse_in<k_attentions>>("attention", "--attention", string),
     field<&In::dropout, parse_probability>("dropout", "--dropout", probability),
     field<&In::checkpoint, parse_checkpoint>("checkpoint", "--checkpoint", string),
+    field<&In::compile, parse_in<k_compiles>>("compile", "--compile", string),
     field<&In::loss, parse_loss>("loss", "--loss", string),
     field<&In::lora_rank, parse_positive>("lora_rank", "--lora-rank", positive_integer),
     field<&In::lora_targets, parse_lora_targets>("lora_targets", "--lora-targets", string),

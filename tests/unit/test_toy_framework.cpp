@@ -46,7 +46,7 @@ const core::FrameworkModule k_toy_framework{
     .default_dropout = toy_dropout,
     .persistent_grads = true,
     .ddp_bucket_copies = false,
-    .foreach_adam = false,
+    .foreach_update = core::no_foreach,
     .gradients_text = "one buffer for the whole run (toy)",
     .loss_text = "fp32",
     .activation_section = "Activations: the hf profile — hf_profile",

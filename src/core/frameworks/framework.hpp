@@ -35,6 +35,9 @@ enum class TrainingFeature : std::uint8_t {
   hybrid_shard,         ///< --fsdp hybrid:K
   offload,              ///< --offload optimizer, params
   activation_offload,   ///< --offload activations
+  op_checkpoint,        ///< --checkpoint selective-op
+  compile,              ///< --compile yes
+  full_finetune,        ///< --mode train without adapters
 };
 
 struct FrameworkModule {
@@ -57,15 +60,20 @@ struct FrameworkModule {
   Precision (*default_precision)(bool deepspeed_offload);
   /// Dropout when none is given.
   Dropout (*default_dropout)(const ModelSpec& m);
+  /// The ZeRO stage when neither --zero nor --fsdp is given.
+  std::uint32_t default_zero = 0;
+  /// Why the framework's module cannot plan this model or run (empty: it
+  /// can), checked once every setting is resolved; null: no such limits.
+  std::string (*unmodelled)(const ModelSpec& m, const Workload& w) = nullptr;
   /// Gradients live in one buffer for the whole run rather than being
   /// allocated in backward and freed after the step.
   bool persistent_grads = false;
   /// Under DDP (dp > 1, no ZeRO) a second copy of every gradient sits in
   /// the communication buckets.
   bool ddp_bucket_copies = false;
-  /// --optimizer adam is torch.optim.Adam's foreach kernel, which builds
-  /// a square-root temporary over every parameter.
-  bool foreach_adam = false;
+  /// The optimizer runs torch.optim's foreach kernel, which builds a
+  /// square-root temporary over every parameter it steps.
+  bool (*foreach_update)(Optimizer o) = nullptr;
   /// The gradients' lifetime, in the plan's words.
   std::string_view gradients_text;
   /// What the output layer and loss keep for backward ("fp32 log-probs").
@@ -88,6 +96,9 @@ struct FrameworkModule {
 /// k_max_frameworks in all; call before planning, from one thread.
 Framework register_framework(const FrameworkModule& module);
 inline constexpr std::size_t k_max_frameworks = 16;
+
+/// No optimizer runs a foreach kernel.
+bool no_foreach(Optimizer o);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

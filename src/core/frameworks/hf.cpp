@@ -14,6 +14,12 @@ std::string_view hf_refusal(TrainingFeature f) {
              "--framework hf use full or every:K";
     case TrainingFeature::model_parallel:
       return "sequence, context, pipeline and expert parallelism are modelled with --framework megatron";
+    case TrainingFeature::op_checkpoint:
+      return "selective-op is torchtitan's op-level checkpointing policy (--framework torchtitan); with "
+             "--framework hf use full or every:K";
+    case TrainingFeature::compile:
+      return "torch.compile is modelled for --framework torchtitan only so far; transformers' "
+             "torch_compile is not";
     default:
       return {};
   }
@@ -55,7 +61,7 @@ extern const FrameworkModule k_hf_framework{
     // adamw is the Hugging Face Trainer default adamw_torch_fused
     // (transformers ≥ 4.54 with torch ≥ 2.8, training_args.py), whose
     // fused kernel allocates nothing.
-    .foreach_adam = true,
+    .foreach_update = [](Optimizer o) { return o == Optimizer::adam; },
     .gradients_text = "allocated in backward, freed by zero_grad",
     .loss_text = "fp32",
     .activation_section = "Activations: the hf profile — hf_profile",

@@ -33,6 +33,11 @@ std::string_view megatron_refusal(TrainingFeature f) {
     case TrainingFeature::activation_offload:
       return "activation offload is modelled for --framework hf (torchtune OffloadActivations, "
              "torch save_on_cpu); Megatron's cpu_offloading is not modelled yet";
+    case TrainingFeature::op_checkpoint:
+      return "selective-op is torchtitan's op-level checkpointing policy (--framework torchtitan); "
+             "Megatron's own is --checkpoint selective (the attention core)";
+    case TrainingFeature::compile:
+      return "Megatron-LM runs its fused kernels eagerly, not under torch.compile; drop --compile";
     default:
       return {};
   }
@@ -101,7 +106,7 @@ extern const FrameworkModule k_megatron_framework{
     // (megatron/core/distributed/param_and_grad_buffer.py).
     .persistent_grads = true,
     .ddp_bucket_copies = false,
-    .foreach_adam = false,
+    .foreach_update = no_foreach,
     .gradients_text = "a persistent main-grad buffer (Megatron)",
     .loss_text = "fp32 logits and",
     .activation_section = "Activations: the megatron profile — megatron_profile",

@@ -9,12 +9,13 @@ namespace vramcalc::core {
 
 extern const FrameworkModule k_hf_framework;
 extern const FrameworkModule k_megatron_framework;
+extern const FrameworkModule k_torchtitan_framework;
 
 namespace {
 
 // In Framework's order.
-constinit ModuleTable<FrameworkModule, Framework, k_max_frameworks> g_frameworks{&k_hf_framework,
-                                                                                 &k_megatron_framework};
+constinit ModuleTable<FrameworkModule, Framework, k_max_frameworks> g_frameworks{
+    &k_hf_framework, &k_megatron_framework, &k_torchtitan_framework};
 
 }  // namespace
 
@@ -32,6 +33,10 @@ std::vector<std::string> framework_names() {
 
 Framework register_framework(const FrameworkModule& module) {
   return g_frameworks.add(module);
+}
+
+bool no_foreach(Optimizer /*o*/) {
+  return false;
 }
 
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& /*model*/,

@@ -1,0 +1,104 @@
+// torchtitan (--framework torchtitan): PyTorch's pre-training stack. Its
+// Llama modules (torchtitan_activations.cpp) run under FSDP2 fully_shard on
+// each decoder layer and on the whole model, with MixedPrecisionPolicy
+// (bf16 parameters, fp32 reduce-scatter) over fp32 shards; its checkpointing
+// modes are full, every K-th layer and the op-level policy; torch.compile
+// compiles each decoder layer; torch.optim steps the shards.
+#include <fmt/format.h>
+
+#include "core/frameworks/framework.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+std::string_view torchtitan_refusal(TrainingFeature f) {
+  switch (f) {
+    case TrainingFeature::inference:
+      return "torchtitan is a training stack; for serving choose an --engine";
+    case TrainingFeature::autocast:
+      return "torchtitan casts parameters through FSDP2's mixed precision, not torch.autocast: use "
+             "--precision fsdp-mp (its default)";
+    case TrainingFeature::freeze:
+      return "torchtitan trains every parameter; --freeze is modelled for --framework hf";
+    case TrainingFeature::adapters:
+      return "torchtitan has no LoRA; LoRA and QLoRA are modelled for --framework hf (PEFT)";
+    case TrainingFeature::selective_recompute:
+      return "--checkpoint selective is Megatron's; torchtitan's selective modes are selective-op (its op "
+             "policy) and selective:K (every K-th layer)";
+    case TrainingFeature::chunked_loss:
+      return "torchtitan's loss is cross_entropy over the full logits; the chunked loss is torchtune's "
+             "(--framework hf --loss chunked:N)";
+    case TrainingFeature::model_parallel:
+      return "torchtitan's tensor, pipeline and context parallelism (DTensor) are not modelled yet; "
+             "--framework megatron models Megatron-Core's";
+    case TrainingFeature::offload:
+      return "torchtitan's FSDP2 CPU offload is not modelled yet";
+    case TrainingFeature::activation_offload:
+      return "torchtitan has no activation offload; it is modelled for --framework hf";
+    default:
+      return {};
+  }
+}
+
+Precision torchtitan_precision(bool /*deepspeed_offload*/) {
+  return Precision::fsdp_mp;
+}
+
+// torchtitan's Llama has no dropout modules.
+Dropout torchtitan_dropout(const ModelSpec& /*m*/) {
+  return {};
+}
+
+ActivationProfile torchtitan_activations(const ModelSpec& m, const Workload& w, Detail d) {
+  return torchtitan_profile(m, w, d);
+}
+
+// torchtitan builds torch.optim's Adam and AdamW with foreach=True unless
+// fused is asked for (torchtitan optimizer.py build_optimizers), and both
+// take the square root of every exp_avg_sq at once
+// (torch/optim/adam.py _multi_tensor_adam).
+bool torchtitan_foreach(Optimizer o) {
+  return o == Optimizer::adam || o == Optimizer::adamw;
+}
+
+// What the module covers: torchtitan's Llama (RMSNorm, SwiGLU, rotary,
+// GQA, no biases) sharded by FSDP2 over at least two ranks; with one rank
+// torchtitan applies no FSDP (parallel_dims.py dp_shard_enabled) and its
+// parameters stay fp32, which is not modelled.
+std::string torchtitan_unmodelled(const ModelSpec& m, const Workload& w) {
+  if (m.type != ModelType::llama) {
+    return fmt::format("torchtitan's profile models its Llama modules (model_type llama); {} is {}", m.name,
+                       name_of(m.type));
+  }
+  if (w.zero != 3 || zero_ranks(w) < 2) {
+    return "torchtitan shards with FSDP2 (--fsdp full) over its data-parallel ranks: give --dp 2 or more; "
+           "with one rank it trains without FSDP2, which is not modelled yet";
+  }
+  return {};
+}
+
+}  // namespace
+
+extern const FrameworkModule k_torchtitan_framework{
+    .name = "torchtitan",
+    .profile = torchtitan_activations,
+    .rank_model = whole_model,
+    .own_estimate = no_own_estimate,
+    .refusal = torchtitan_refusal,
+    .default_precision = torchtitan_precision,
+    .default_dropout = torchtitan_dropout,
+    .default_zero = 3,
+    .unmodelled = torchtitan_unmodelled,
+    // FSDP2 reduce-scatters into new sharded .grad tensors; the optimizers'
+    // zero_grad sets them to None.
+    .persistent_grads = false,
+    .ddp_bucket_copies = false,
+    .foreach_update = torchtitan_foreach,
+    .gradients_text = "sharded by FSDP2's reduce-scatter, freed by zero_grad",
+    .loss_text = "fp32",
+    .activation_section = "torchtitan",
+};
+
+}  // namespace vramcalc::core
