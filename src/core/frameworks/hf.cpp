@@ -13,7 +13,8 @@ std::string_view hf_refusal(TrainingFeature f) {
       return "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
              "--framework hf use full or every:K";
     case TrainingFeature::model_parallel:
-      return "sequence, context, pipeline and expert parallelism are modelled with --framework megatron";
+      return "tensor, sequence, context, pipeline and expert parallelism for training are modelled with "
+             "--framework megatron";
     case TrainingFeature::op_checkpoint:
       return "selective-op is torchtitan's op-level checkpointing policy (--framework torchtitan); with "
              "--framework hf use full or every:K";

@@ -16,19 +16,23 @@ namespace vramcalc::core {
 
 namespace {
 
-constexpr std::string_view k_model = "torchtitan models/llama/model.py";
-constexpr std::string_view k_norms = "torchtitan models/norms.py RMSNorm; derivatives.yaml (pow, rsqrt, mul)";
+constexpr std::string_view k_model = "torchtitan@9dec370ad26b torchtitan/models/llama/model.py";
+constexpr std::string_view k_norms =
+    "torchtitan@9dec370ad26b torchtitan/models/norms.py RMSNorm; derivatives.yaml (pow, rsqrt, mul)";
 constexpr std::string_view k_rope =
-    "torchtitan models/llama/model.py apply_rotary_emb (view_as_complex of x.float(), mul by freqs_cis); "
+    "torchtitan@9dec370ad26b torchtitan/models/llama/model.py apply_rotary_emb (view_as_complex of "
+    "x.float(), mul by freqs_cis); "
     "derivatives.yaml mul";
 constexpr std::string_view k_sdpa =
-    "torchtitan models/llama/model.py Attention.forward (repeat_kv, F.scaled_dot_product_attention); "
+    "torchtitan@9dec370ad26b torchtitan/models/llama/model.py Attention.forward (repeat_kv, "
+    "F.scaled_dot_product_attention); "
     "derivatives.yaml _scaled_dot_product_flash_attention";
 constexpr std::string_view k_mlp =
-    "torchtitan models/llama/model.py FeedForward.forward; derivatives.yaml "
+    "torchtitan@9dec370ad26b torchtitan/models/llama/model.py FeedForward.forward; derivatives.yaml "
     "(silu, mul, mm)";
 constexpr std::string_view k_sac =
-    "torchtitan parallelisms/parallelize_llama.py _apply_ac_to_transformer_block (op policy: _save_list, "
+    "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py _apply_ac_to_transformer_block (op "
+    "policy: _save_list, "
     "every second mm recomputed); torch/utils/checkpoint.py create_selective_checkpoint_contexts";
 
 struct Titan {
@@ -155,7 +159,8 @@ void head(ActivationProfile& p, const Titan& c) {
   const std::uint64_t logits = checked_mul(x.T, x.V);
   if (c.w.compile == Compile::model_and_loss) {
     constexpr std::string_view compiled =
-        "torchtitan train.py (loss_fn under torch.compile); inductor fuses upcast, log_softmax and nll_loss";
+        "torchtitan@e7c0cae934df train.py (the loss under torch.compile since bbb1b61, 2025-04-02); inductor "
+        "fuses upcast, log_softmax and nll_loss";
     p.head.add("loss.logits", "16-bit logits, kept by the compiled loss for its backward", logits, c.cd,
                "b·s·V", compiled);
     p.head.add("loss.logsumexp", "fp32 log-sum-exp per position, kept by the compiled loss", x.T, DType::fp32,
@@ -165,7 +170,7 @@ void head(ActivationProfile& p, const Titan& c) {
     return;
   }
   constexpr std::string_view loss_src =
-      "torchtitan train.py loss_fn (cross_entropy of pred.float()), del pred; derivatives.yaml "
+      "torchtitan@9dec370ad26b train.py loss_fn (cross_entropy of pred.float()), del pred; derivatives.yaml "
       "_log_softmax, nll_loss";
   p.head.add("loss.log_probs", "fp32 log-softmax of the logits, kept by log_softmax", logits, DType::fp32,
              "b·s·V", loss_src);
@@ -190,9 +195,10 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
     p.checkpointed = op_policy_kept(c, d);
     p.recompute = block(c, d, true);
   } else {
-    p.checkpointed.add(
-        "checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h), c.cd, "b·s·h",
-        "torchtitan parallelisms/parallelize_llama.py apply_ac (full); torch/utils/checkpoint.py");
+    p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h),
+                       c.cd, "b·s·h",
+                       "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py apply_ac "
+                       "(full); torch/utils/checkpoint.py");
   }
   p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
               "b·s", "derivatives.yaml embedding (indices)");

@@ -139,9 +139,9 @@ void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   const bool split_training =
       train && core::framework_module(w.framework).refusal(core::TrainingFeature::model_parallel).empty();
   if (in.tp && in.tp->value > 1 && !vllm && !split_training) {
-    conflict(in.tp->origin,
-             train ? "tensor parallelism for training is modelled with --framework megatron so far"
-                   : "tensor parallelism for serving is modelled for --engine vllm so far");
+    // Training: the framework's own words.
+    if (train) check_supported(w, core::TrainingFeature::model_parallel, in.tp->origin);
+    conflict(in.tp->origin, "tensor parallelism for serving is modelled for --engine vllm so far");
   }
 }
 

@@ -1,0 +1,95 @@
+// The torchtitan module: its op-level checkpointing policy against none and
+// full, what it names, compile, and the settings it refuses.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "vramcalc/io.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+Budget titan(test::Settings extra) {
+  WorkloadInput in =
+      test::input({{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"seq", "8192"}});
+  overlay(in, test::input(extra));
+  const PlanRequest r = resolve(load_model("llama-3.1-8b"), in);
+  return estimate(r.model, r.workload);
+}
+
+std::uint64_t activations(const Budget& b) {
+  return b.components[static_cast<std::size_t>(Component::activations)];
+}
+
+// Every leaf id under `n`.
+void ids_under(const Node& n, const std::string& prefix, std::vector<std::string>& out) {
+  if (n.children.empty()) out.push_back(prefix + n.id);
+  for (const Node& c : n.children) ids_under(c, prefix + n.id + "/", out);
+}
+
+}  // namespace
+
+TEST_CASE("torchtitan: selective-op lies between no checkpointing and full", "[torchtitan]") {
+  const Budget none = titan({{"checkpoint", "none"}});
+  const Budget op = titan({{"checkpoint", "selective-op"}});
+  const Budget full = titan({{"checkpoint", "full"}});
+  CHECK(activations(full) < activations(op));
+  CHECK(activations(op) < activations(none));
+  CHECK(full.peak_allocated < op.peak_allocated);
+  CHECK(op.peak_allocated < none.peak_allocated);
+  // Per layer (T = 8192): the input, wq, wv, SDPA's output and
+  // log-sum-exp, w1, w2: 2T(h + h + kd + h + I + h) + 4·a·T bytes, 32 layers.
+  const std::uint64_t T = 8192;
+  const std::uint64_t per_layer = 2 * T * (4096 * 4 + 1024 + 14336) + 4 * 32 * T;
+  CHECK(activations(op) == 32 * per_layer + 8 * T);  // + the token ids
+}
+
+TEST_CASE("torchtitan: every tensor the op policy keeps is named", "[torchtitan]") {
+  const Budget op = titan({{"checkpoint", "selective-op"}});
+  std::vector<std::string> ids;
+  ids_under(op.breakdown[static_cast<std::size_t>(Component::activations)], "", ids);
+  for (const char* want : {"checkpoint.layer_input", "sac.wq_out", "sac.wv_out", "sac.sdpa_out",
+                           "sac.sdpa_logsumexp", "sac.w1_out", "sac.w2_out"}) {
+    INFO(want);
+    CHECK(std::find_if(ids.begin(), ids.end(), [&](const std::string& id) { return id.ends_with(want); }) !=
+          ids.end());
+  }
+}
+
+TEST_CASE("torchtitan: compiling the loss replaces the fp32 log-probs", "[torchtitan]") {
+  const Budget eager = titan({{"checkpoint", "selective-op"}});
+  const Budget model = titan({{"checkpoint", "selective-op"}, {"compile", "model"}});
+  const Budget both = titan({{"checkpoint", "selective-op"}, {"compile", "yes"}});
+  const auto logits = [](const Budget& b) {
+    return b.components[static_cast<std::size_t>(Component::logits)];
+  };
+  // The compiled layers' fused norms keep only their outputs.
+  CHECK(logits(model) < logits(eager));
+  // Compiled, the loss keeps 16-bit logits (2 B) instead of fp32 log-probs (4 B).
+  CHECK(logits(both) < logits(model));
+  CHECK(both.peak_allocated < model.peak_allocated);
+  CHECK(activations(model) == activations(eager));  // the op policy's keep list is the same
+}
+
+TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}}),
+                    Catch::Contains("give --dp 2 or more"));
+  CHECK_THROWS_WITH(
+      test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"tp", "2"}}),
+      Catch::Contains("not modelled yet"));
+  CHECK_THROWS_WITH(
+      test::request(m, {{"mode", "train"}, {"framework", "megatron"}, {"checkpoint", "selective-op"}}),
+      Catch::Contains("torchtitan's op-level"));
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"compile", "yes"}}),
+                    Catch::Contains("torchtitan only"));
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"precision", "fsdp-mp"}}),
+                    Catch::Contains("--fsdp full"));
+  CHECK_THROWS_WITH(
+      test::request(load_model("qwen2.5-7b"), {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}}),
+      Catch::Contains("model_type llama"));
+}
