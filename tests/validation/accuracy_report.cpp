@@ -109,10 +109,18 @@ int main(int argc, char** argv) {
   out +=
       "\n## Published cases compared\n\n| case | quantity | measured | predicted | error "
       "|\n|---|---|---:|---:|---:|\n";
+  std::map<std::string, std::vector<std::string>> gaps;
   for (const Comparison& c : pub.comparisons) {
-    out += fmt::format("| {} | {} | {} | {} | {:+.2f}% |\n", c.case_id, c.kind,
+    out += fmt::format("| {} | {} | {} | {} | {:+.2f}%{} |\n", c.case_id, c.kind,
                        vramcalc::format_thousands(c.measured), vramcalc::format_thousands(c.predicted),
-                       c.error() * 100);
+                       c.error() * 100, c.gap.empty() ? "" : " †");
+    if (!c.gap.empty()) gaps[c.gap].push_back(c.case_id);
+  }
+  if (!gaps.empty()) out += "\n† outside the case's tolerance, for a reason vramcalc does not model yet:\n\n";
+  for (const auto& [gap, ids] : gaps) {
+    std::string list;
+    for (const std::string& id : ids) list += (list.empty() ? "" : ", ") + ("`" + id + "`");
+    out += fmt::format("* {}: {}\n", gap, list);
   }
   out += fmt::format("\n## Published cases skipped ({})\n\nEach is a case vramcalc cannot represent yet.\n\n",
                      pub.skipped.size());

@@ -371,6 +371,7 @@ Evaluation evaluate_published_cases() {
     x.measured = v["value_bytes"].get<std::uint64_t>();
     x.tolerance_bytes = v["tolerance"]["rounding_bytes"].get<std::uint64_t>();
     x.tolerance = v["tolerance"].value("relative", 0.0);
+    x.gap = v.value("gap", std::string());
     const std::uint64_t params = count_parameters(r.model).total;
     if (quantity == "model_states") {
       x.kind = "model states (published)";
@@ -394,6 +395,11 @@ Evaluation evaluate_published_cases() {
       // (autograd's) threads, which PyTorch takes from its allocator.
       x.kind = "peak allocated (published)";
       x.predicted = b.peak_allocated + 2 * r.workload.cublas_workspace;
+    } else if (quantity == "peak_reserved") {
+      // torch.cuda.memory_stats()["reserved_bytes.all.peak"]: the segments
+      // the caching allocator holds, the cuBLAS workspaces' among them.
+      x.kind = "peak reserved (published)";
+      x.predicted = b.peak_reserved + 2 * r.workload.cublas_workspace;
     } else if (quantity == "compute_buffer") {
       x.kind = "llama.cpp compute buffer (published)";
       x.predicted = b.components[static_cast<std::size_t>(Component::transient)];
