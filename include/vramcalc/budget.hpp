@@ -121,8 +121,13 @@ struct Budget {
 
   std::uint64_t peak_allocated = 0;  ///< tensors: torch.cuda.max_memory_allocated
   /// peak_reserved − peak_allocated: the caching allocator's rounding of
-  /// the live tensors at the moment reserved memory peaks.
+  /// the live tensors at the moment reserved memory peaks, and
+  /// allocator_cached.
   std::uint64_t allocator_slack = 0;
+  /// Training: blocks the caching allocator holds beyond the tensors' peak,
+  /// from replaying the step through its rules (docs/formulas.md, "The
+  /// caching allocator's reserve"); 0 where it is not replayed.
+  std::uint64_t allocator_cached = 0;
   /// The largest, over the phases, of what is live plus its rounding.
   std::uint64_t peak_reserved = 0;
   std::uint64_t peak_device = 0;  ///< peak_reserved + runtime_overhead (nvidia-smi)

@@ -37,6 +37,7 @@ struct Totals {
   std::size_t peak_phase = 0;  ///< index into phase_totals
   std::uint64_t peak_allocated = 0;
   std::uint64_t allocator_slack = 0;
+  std::uint64_t allocator_cached = 0;
   std::uint64_t peak_reserved = 0;
   std::uint64_t peak_device = 0;
   std::uint64_t sum = 0;

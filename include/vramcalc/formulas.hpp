@@ -263,6 +263,8 @@ struct VllmKvGroups {
 /// How many of layers 0 … layers−1 keep only their input under a
 /// checkpointing policy: all (full), every k-th from layer 0 (every:k), none.
 [[nodiscard]] std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers);
+/// Whether `layer` is checkpointed (its backward recomputes it) under `c`.
+[[nodiscard]] bool layer_checkpointed(const Checkpointing& c, std::uint64_t layer);
 
 // ---- communication ------------------------------------------------------------
 

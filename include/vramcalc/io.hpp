@@ -113,6 +113,7 @@ struct WorkloadInput {
   std::optional<Given<std::uint32_t>> zero;
   std::optional<Given<std::uint32_t>> fsdp;         ///< as a ZeRO stage: full = 3, grad-op = 2, hybrid:K = 3
   std::optional<Given<std::uint64_t>> shard_group;  ///< K of --fsdp hybrid:K
+  std::optional<Given<AllocatorMode>> allocator;    ///< --allocator default|expandable
   std::optional<Given<OffloadKind>> offload;
   std::optional<Given<bool>> offload_activations;  ///< "activations" in --offload's list
   std::optional<Given<OffloadDevice>> offload_device;

@@ -272,6 +272,12 @@ struct Offload {
   std::uint64_t gpus_per_node = 8;
 };
 
+/// PyTorch's caching allocator configuration (PYTORCH_CUDA_ALLOC_CONF).
+enum class AllocatorMode : std::uint8_t {
+  native,      ///< the default: one cudaMalloc segment per miss
+  expandable,  ///< expandable_segments:True: segments that grow by mapped pages
+};
+
 struct Workload {
   Mode mode = Mode::infer;
   std::uint64_t batch = 1;  ///< micro-batch per GPU; concurrent sequences when serving
@@ -310,6 +316,8 @@ struct Workload {
   /// the others; 0: over all dp ranks. zero_ranks() reads it.
   std::uint64_t shard_group = 0;
   Offload offload;  ///< training only
+  /// The caching allocator's mode (--allocator); training's reserve.
+  AllocatorMode allocator = AllocatorMode::native;
   /// Memory outside PyTorch's tensors: the CUDA context (default), or the
   /// whole runtime overhead when given with --overhead.
   std::uint64_t runtime_overhead = 0;
@@ -330,5 +338,7 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(CacheImpl c);
 [[nodiscard]] std::string_view name_of(PipelineSchedule s);
 [[nodiscard]] std::string_view name_of(OffloadKind k);
+[[nodiscard]] std::string_view name_of(Compile c);
+[[nodiscard]] std::string_view name_of(AllocatorMode a);
 
 }  // namespace vramcalc

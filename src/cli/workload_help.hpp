@@ -171,6 +171,10 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"fsdp",
      "full | grad-op | hybrid:K: FSDP names for ZeRO stages 3 and 2; hybrid:K (HYBRID_SHARD, HSDP) shards "
      "like full within groups of K ranks and replicates the groups over dp/K"},
+    {"allocator",
+     "train: PyTorch's caching allocator, default | expandable (PYTORCH_CUDA_ALLOC_CONF="
+     "expandable_segments:True, which torchtitan's launcher sets); the reserve over the step is replayed "
+     "through its rules (default: the framework's launcher: expandable for torchtitan, else default)"},
     {"offload",
      "none | optimizer | params | activations, or a comma list: move training state to the host. "
      "activations: "

@@ -13,8 +13,7 @@ Tally times(const Tally& t, std::uint64_t count) {
 }
 
 void Inventory::append(const Inventory& other) {
-  tally_.add(other.tally_);
-  size_ += other.size_;
+  take_sizes(other);
   if (detail_ == Detail::tree) {
     std::vector<TensorEntry>& list = entries_.fill();
     list.insert(list.end(), other.entries().begin(), other.entries().end());
@@ -106,3 +105,32 @@ Dtypes dtypes_of(const Workload& w) {
 }
 
 }  // namespace vramcalc::core
+
+namespace vramcalc {
+
+// How many of layers 0 … layers−1 are checkpointed.
+std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers) {
+  switch (c.kind) {
+    case CheckpointKind::full:
+    case CheckpointKind::selective_op:
+      return layers;
+    case CheckpointKind::every:
+      return ceil_div(layers, c.every);
+    default:
+      return 0;
+  }
+}
+
+bool layer_checkpointed(const Checkpointing& c, std::uint64_t layer) {
+  switch (c.kind) {
+    case CheckpointKind::full:
+    case CheckpointKind::selective_op:
+      return true;
+    case CheckpointKind::every:
+      return layer % c.every == 0;
+    default:
+      return false;
+  }
+}
+
+}  // namespace vramcalc

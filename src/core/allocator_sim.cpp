@@ -72,12 +72,25 @@ std::uint64_t page_size(bool small) {
 
 }  // namespace
 
-AllocatorSim::AllocatorSim(AllocatorMode mode, std::uint64_t capacity) : mode_(mode), capacity_(capacity) {
+AllocatorSim::AllocatorSim(AllocatorMode mode, std::uint64_t capacity) {
+  reset(mode, capacity);
+}
+
+void AllocatorSim::reset(AllocatorMode mode, std::uint64_t capacity) {
+  mode_ = mode;
+  capacity_ = capacity;
+  std::fill(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(used_), Block{});
+  used_ = 0;
+  next_address_ = 0;
+  allocated_ = reserved_ = requested_ = 0;
+  peak_allocated_ = peak_reserved_ = peak_requested_ = 0;
+  cached_at_peak_ = largest_free_at_peak_ = 0;
+  oom_ = saturated_ = false;
   for (std::size_t i = 0; i < k_sim_max_blocks; ++i)
     free_slots_[i] = static_cast<std::int32_t>(k_sim_max_blocks - 1 - i);
   free_count_ = k_sim_max_blocks;
   for (std::size_t k = 0; k < expandable_.size(); ++k)
-    expandable_[k].base = static_cast<std::uint64_t>(k + 1) << k_expandable_spacing_bits;
+    expandable_[k] = Expandable{static_cast<std::uint64_t>(k + 1) << k_expandable_spacing_bits, 0, k_none};
 }
 
 // DeviceCachingAllocator::get_free_block @001074d2 with BlockComparatorSize:
@@ -88,7 +101,7 @@ AllocatorSim::AllocatorSim(AllocatorMode mode, std::uint64_t capacity) : mode_(m
 std::int32_t AllocatorSim::best_fit(std::uint64_t size, bool small, std::uint8_t stream) const {
   std::int32_t best = k_none;
   std::int32_t tail = k_none;
-  for (std::size_t s = 0; s < k_sim_max_blocks; ++s) {
+  for (std::size_t s = 0; s < used_; ++s) {
     const Block& b = blocks_[s];
     if (!b.live || b.allocated || b.small != small || b.stream != stream || b.size < size) continue;
     const auto i = static_cast<std::int32_t>(s);
@@ -230,6 +243,7 @@ std::int32_t AllocatorSim::grow_segment(const Plan& p, bool small, std::uint8_t 
 
 std::int32_t AllocatorSim::take_slot() {
   const std::int32_t i = free_slots_[--free_count_];
+  used_ = std::max(used_, static_cast<std::size_t>(i) + 1);
   ++at(i).generation;
   return i;
 }
@@ -282,7 +296,7 @@ void AllocatorSim::release_cached() {
     for (Expandable& seg : expandable_) unmap_tail(seg);
     return;
   }
-  for (std::size_t s = 0; s < k_sim_max_blocks; ++s) {
+  for (std::size_t s = 0; s < used_; ++s) {
     const Block& b = blocks_[s];
     if (!b.live || b.allocated || b.prev != k_none || b.next != k_none) continue;
     reserved_ -= b.size;

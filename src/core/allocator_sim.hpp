@@ -18,7 +18,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "vramcalc/workload.hpp"
+
 namespace vramcalc::core {
+using vramcalc::AllocatorMode;
 
 /// PyTorch's allocator constants (CUDACachingAllocator.cpp, the names in
 /// brackets).
@@ -32,9 +35,9 @@ inline constexpr std::uint64_t k_alloc_large_buffer = 20ULL << 20;     ///< [kLa
 /// Blocks (allocated or cached) the simulator can track at once.
 inline constexpr std::size_t k_sim_max_blocks = 4096;
 
-/// native: one cudaMalloc segment per miss; expandable: PYTORCH_CUDA_ALLOC_CONF=
-/// expandable_segments:True, one growing segment per stream and pool.
-enum class AllocatorMode : std::uint8_t { native, expandable };
+// AllocatorMode (vramcalc/workload.hpp): native, one cudaMalloc segment per
+// miss; expandable, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, one
+// growing segment per stream and pool.
 
 /// An allocation to free later. A default handle (or one from a refused
 /// allocation) is invalid; freeing it does nothing.
@@ -49,6 +52,8 @@ class AllocatorSim {
  public:
   /// `capacity`: the bytes the device can give the allocator (0: unbounded).
   explicit AllocatorSim(AllocatorMode mode, std::uint64_t capacity = 0);
+  /// As newly constructed, in place (the table is too large to copy around).
+  void reset(AllocatorMode mode, std::uint64_t capacity = 0);
 
   /// A tensor of `bytes` on `stream`. Invalid handle for 0 bytes (PyTorch
   /// hands out no block), on out-of-memory and when the table is full.
@@ -129,11 +134,12 @@ class AllocatorSim {
     return expandable_[static_cast<std::size_t>(stream) * 2 + (small ? 1 : 0)];
   }
 
-  AllocatorMode mode_;
-  std::uint64_t capacity_;
+  AllocatorMode mode_ = AllocatorMode::native;
+  std::uint64_t capacity_ = 0;
   std::array<Block, k_sim_max_blocks> blocks_{};
   std::array<std::int32_t, k_sim_max_blocks> free_slots_{};  ///< a stack of unused slots
   std::size_t free_count_ = 0;
+  std::size_t used_ = 0;  ///< slots below this index have been used: the scans stop here
   std::array<Expandable, 2 * k_streams> expandable_{};
   std::uint64_t next_address_ = 0;  ///< native: where the next cudaMalloc lands
   std::uint64_t allocated_ = 0;

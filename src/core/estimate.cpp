@@ -167,6 +167,11 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
     }
     r.peak_reserved = std::max(r.peak_reserved, checked_add(r.phase_totals[p], slack));
   }
+  // Training: what the replayed step's allocator holds beyond its tensors.
+  if (out.reserve.complete) {
+    r.allocator_cached = out.reserve.cached;
+    r.peak_reserved = checked_add(r.peak_reserved, r.allocator_cached);
+  }
   r.allocator_slack = r.peak_reserved - r.peak_allocated;
   r.peak_device = checked_add(r.peak_reserved, r.components[idx(Component::runtime_overhead)]);
   for (std::uint64_t v : r.components) r.sum = checked_add(r.sum, v);
@@ -218,6 +223,7 @@ Budget estimate(const ModelSpec& m, const Workload& given) {
   b.peak_phase = r.peak_phase;
   b.peak_allocated = r.peak_allocated;
   b.allocator_slack = r.allocator_slack;
+  b.allocator_cached = r.allocator_cached;
   b.peak_reserved = r.peak_reserved;
   b.peak_device = r.peak_device;
   b.sum = r.sum;

@@ -13,10 +13,12 @@
 // lambdas that build them, and are only turned into strings in tree mode.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -143,14 +145,20 @@ class Inventory {
   /// (tree mode; the numbers stay those of `other`).
   template <class Edit>
   void append(const Inventory& other, Edit&& edit) {
-    tally_.add(other.tally_);
-    size_ += other.size_;
+    take_sizes(other);
     if (detail_ == Detail::tree) record(other, edit);
   }
 
   [[nodiscard]] Detail detail() const { return detail_; }
   [[nodiscard]] const Tally& tally() const { return tally_; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
+  /// Each tensor's bytes in the order added (both modes), for the
+  /// allocator replay (reserve.cpp): the first k_sizes of them.
+  [[nodiscard]] std::span<const std::uint64_t> sizes() const {
+    return {sizes_.data(), std::min(size_, k_sizes)};
+  }
+  /// Every tensor's bytes are in sizes().
+  [[nodiscard]] bool sizes_complete() const { return size_ <= k_sizes; }
   /// The entries, in order (tree mode; empty in totals mode).
   [[nodiscard]] const std::vector<TensorEntry>& entries() const { return entries_.get(); }
 
@@ -173,13 +181,27 @@ class Inventory {
     }
   }
 
+  // other's tally and sizes after this one's.
+  void take_sizes(const Inventory& other) {
+    tally_.add(other.tally_);
+    for (const std::uint64_t b : other.sizes()) {
+      if (size_ < k_sizes) sizes_[size_] = b;
+      ++size_;
+    }
+    size_ += other.size_ - other.sizes().size();
+  }
+
   void count(std::uint64_t elements, DType dtype) {
-    tally_.add(bytes_for(elements, dtype));
+    const std::uint64_t bytes = bytes_for(elements, dtype);
+    tally_.add(bytes);
+    if (size_ < k_sizes) sizes_[size_] = bytes;
     ++size_;
   }
 
   Detail detail_ = Detail::tree;
   Tally tally_;
+  static constexpr std::size_t k_sizes = 48;
+  std::array<std::uint64_t, k_sizes> sizes_{};
   std::size_t size_ = 0;
   TreeList<TensorEntry> entries_;
 };

@@ -24,6 +24,12 @@ std::string_view name_of(Framework f) {
 std::string_view name_of(AttentionImpl a) {
   return core::name_in(core::k_attentions, a);
 }
+std::string_view name_of(Compile c) {
+  return core::name_in(core::k_compiles, c);
+}
+std::string_view name_of(AllocatorMode a) {
+  return core::name_in(core::k_allocators, a);
+}
 std::string_view name_of(CheckpointKind c) {
   return core::name_in(core::k_checkpoint_kinds, c);
 }

@@ -33,6 +33,8 @@ inline constexpr std::array k_precisions = {
     Choice<Precision>{"mixed-fp32-grads", Precision::mixed_fp32_grads},
     Choice<Precision>{"pure", Precision::pure},
     Choice<Precision>{"fsdp-mp", Precision::fsdp_mp}};
+inline constexpr std::array k_allocators = {Choice<AllocatorMode>{"default", AllocatorMode::native},
+                                            Choice<AllocatorMode>{"expandable", AllocatorMode::expandable}};
 inline constexpr std::array k_compiles = {Choice<Compile>{"no", Compile::none},
                                           Choice<Compile>{"model", Compile::model},
                                           Choice<Compile>{"yes", Compile::model_and_loss}};

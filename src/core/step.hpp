@@ -18,6 +18,7 @@
 
 #include "core/arith.hpp"
 #include "core/inventory.hpp"
+#include "core/reserve.hpp"
 #include "vramcalc/budget.hpp"
 #include "vramcalc/estimate.hpp"
 
@@ -95,6 +96,9 @@ struct Builder {
   ComponentBytes components{};
   ComponentBytes rounding{};  // Tally::rounding of each component's tree
   ServingPool serving{};      // an engine's KV pool (vLLM)
+  // Training: the caching allocator's reserve from replaying the step
+  // (reserve.cpp); incomplete when it was not replayed.
+  ReplayResult reserve{0, 0, 0, 0, false};
 
   [[nodiscard]] bool tree() const { return detail == Detail::tree; }
   void set(Component c, Branch&& branch) {

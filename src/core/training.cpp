@@ -20,19 +20,6 @@
 
 namespace vramcalc {
 
-// How many of layers 0 … layers−1 are checkpointed.
-std::uint64_t checkpointed_layers(const Checkpointing& c, std::uint64_t layers) {
-  switch (c.kind) {
-    case CheckpointKind::full:
-    case CheckpointKind::selective_op:
-      return layers;
-    case CheckpointKind::every:
-      return ceil_div(layers, c.every);
-    default:
-      return 0;
-  }
-}
-
 namespace core {
 
 namespace {
@@ -78,17 +65,8 @@ class ShareWalk {
   std::uint64_t dr_ = 0;
 };
 
-// Which layers keep only their input (checkpointed) under a policy.
 bool checkpointed(const Checkpointing& c, std::uint64_t layer) {
-  switch (c.kind) {
-    case CheckpointKind::full:
-    case CheckpointKind::selective_op:
-      return true;
-    case CheckpointKind::every:
-      return layer % c.every == 0;
-    default:
-      return false;
-  }
+  return layer_checkpointed(c, layer);
 }
 
 std::uint64_t checkpointed_count(const Checkpointing& c, std::uint64_t layers) {
@@ -679,7 +657,19 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   Inventory z3b(d);
   Inventory z3l(d);
   zero3_gathers(t, z3f, z3b, z3l);
-  return training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
+  Moments moments = training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
+  // The allocator's reserve: the step replayed tensor by tensor (reserve.cpp).
+  // Replayed for expandable segments, the mode validated against measured
+  // reserved memory (docs/accuracy.md); with one segment per miss the
+  // reserve stays the block rounding.
+  const bool plain = w.allocator == AllocatorMode::expandable && par.pp == 1 &&
+                     w.offload.kind == OffloadKind::none && !w.offload.activations && t.frozen == 0;
+  if (plain) {
+    const Inventory temps = step_temporaries(t, d);
+    out.reserve = replay_training(m, w, t.prof, tensors, out.components, temps);
+    if (out.tree()) describe_reserve(*out.b, out.reserve);
+  }
+  return moments;
 }
 
 }  // namespace core

@@ -73,6 +73,7 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   train_only(in.optimizer, "the optimizer");
   train_only(in.checkpoint, "activation checkpointing");
   train_only(in.compile, "torch.compile");
+  train_only(in.allocator, "the caching allocator's mode");
   train_only(in.dropout, "dropout");
   train_only(in.zero, "ZeRO sharding");
   train_only(in.grad_accum, "gradient accumulation");

@@ -148,6 +148,7 @@ void resolve_sharding(PlanRequest& r, const WorkloadInput& in) {
                                           in.fsdp->value == 3 ? "full" : "grad-op", in.fsdp->value,
                                           in.zero->origin, in.zero->value));
   }
+  w.allocator = pick(r, in.allocator, core::framework_module(w.framework).default_allocator, "allocator");
   w.zero =
       in.fsdp ? in.fsdp->value : pick(r, in.zero, core::framework_module(w.framework).default_zero, "zero");
   if (in.shard_group) resolve_hybrid(r, in);

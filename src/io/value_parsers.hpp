@@ -26,6 +26,7 @@ using core::k_modes;
 using core::k_offload_devices;
 using core::k_offloads;
 using core::k_optimizers;
+using core::k_allocators;
 using core::k_compiles;
 using core::k_precisions;
 using core::k_samplers;

@@ -225,6 +225,7 @@ constexpr WorkloadKey k_keys[] = {
     field<&In::dp, parse_positive>("dp", "--dp", positive_integer),
     field<&In::zero, parse_zero>("zero", "--zero", non_negative_integer),
     {"fsdp", "--fsdp", string, &set_fsdp, &take_fsdp},
+    field<&In::allocator, parse_in<k_allocators>>("allocator", "--allocator", string),
     {"offload", "--offload", string, &set_offload, &take_fields<&In::offload, &In::offload_activations>},
     field<&In::offload_device, parse_in<k_offload_devices>>("offload_device", "--offload-device", string),
     field<&In::host_link, parse_rate>("host_link", "--host-link", string),

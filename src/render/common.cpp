@@ -117,16 +117,18 @@ std::string workload_line(const Workload& w) {
         w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
   }
   return fmt::format(
-      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}, {}dp {}, zero {}",
+      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}{}, {}dp {}, zero {}{}",
       w.batch, w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "",
       name_of(w.dtype), name_of(w.precision), name_of(w.optimizer), name_of(w.framework),
       name_of(w.attention), checkpoint_text(w.checkpoint),
+      w.compile == Compile::none ? "" : fmt::format(", compile {}", name_of(w.compile)),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
       w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", parallel_text(w.parallel),
       w.dp,
       w.shard_group > 0
           ? fmt::format("3 (hybrid: shards of {} ranks, {} replicas)", w.shard_group, w.dp / w.shard_group)
-          : fmt::format("{}", w.zero));
+          : fmt::format("{}", w.zero),
+      w.allocator == AllocatorMode::expandable ? ", expandable segments" : "");
 }
 
 std::uint64_t at_peak(const Budget& b, Component c) {

@@ -54,7 +54,13 @@ std::string render_explain(const PlanResult& p) {
   }
   out += fmt::format("  {:<18} {:>20} B\n", "= peak allocated", format_thousands(b.peak_allocated));
   out += fmt::format("  {:<18} {:>20} B  (caching-allocator rounding of the live tensors)\n",
-                     "+ allocator slack", format_thousands(b.allocator_slack));
+                     "+ allocator slack", format_thousands(b.allocator_slack - b.allocator_cached));
+  if (b.allocator_cached > 0) {
+    out += fmt::format(
+        "  {:<18} {:>20} B  (allocator.cached: blocks the caching allocator holds beyond the "
+        "tensors' peak, the step replayed through its rules)\n",
+        "+ allocator cached", format_thousands(b.allocator_cached));
+  }
   out += fmt::format("  {:<18} {:>20} B\n", "+ runtime overhead",
                      format_thousands(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));
   out += fmt::format("  {:<18} {:>20} B  ({} GiB)\n", "= peak device", format_thousands(b.peak_device),

@@ -93,6 +93,8 @@ json workload_json(const PlanResult& p) {
                        : json(nullptr);
   j["checkpoint"] = train ? json(render_detail::checkpoint_text(w.checkpoint)) : json(nullptr);
   j["loss"] = train ? json(render_detail::loss_text(w.loss)) : json(nullptr);
+  j["compile"] = train ? json(name_of(w.compile)) : json(nullptr);
+  j["allocator"] = train ? json(name_of(w.allocator)) : json(nullptr);
   j["quant"] = train ? json(nullptr) : json(quant_text(w.quant));
   j["quant_lm_head"] = w.quant.kind == QuantKind::none ? json(nullptr) : json(w.quant.quantize_lm_head);
   if (!train && w.engine == Engine::vllm) {
@@ -139,6 +141,7 @@ json budget_json(const Budget& b) {
   per_gpu["peak_device_bytes"] = b.peak_device;
   per_gpu["sum_bytes"] = b.sum;
   per_gpu["allocator_slack_bytes"] = b.allocator_slack;
+  per_gpu["allocator_cached_bytes"] = b.allocator_cached;
   json comps;
   for (std::size_t i = 0; i < k_component_count; ++i) {
     comps[std::string(name_of(static_cast<Component>(i)))] = b.components[i];

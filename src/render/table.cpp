@@ -52,8 +52,16 @@ std::string render_table(const PlanResult& p) {
       w.mode == Mode::infer ? core::engine_module(w.engine).allocated_as : "torch.cuda.max_memory_allocated";
   out += fmt::format("peak allocated  {:>10} GiB  at {} ({})\n", format_gib(b.peak_allocated), peak.when,
                      allocated_as);
-  out += fmt::format("peak reserved   {:>10} GiB  + allocator rounding {} GiB\n", format_gib(b.peak_reserved),
-                     format_gib(b.allocator_slack));
+  if (b.allocator_cached == 0) {
+    out += fmt::format("peak reserved   {:>10} GiB  + allocator rounding {} GiB\n",
+                       format_gib(b.peak_reserved), format_gib(b.allocator_slack));
+  } else {
+    out += fmt::format(
+        "peak reserved   {:>10} GiB  + allocator rounding {} GiB, cached blocks {} GiB (the step "
+        "replayed)\n",
+        format_gib(b.peak_reserved), format_gib(b.allocator_slack - b.allocator_cached),
+        format_gib(b.allocator_cached));
+  }
   out += fmt::format("peak device     {:>10} GiB  + runtime overhead {} GiB (what nvidia-smi shows)\n",
                      format_gib(b.peak_device),
                      format_gib(b.components[static_cast<std::size_t>(Component::runtime_overhead)]));

@@ -372,6 +372,7 @@ Evaluation evaluate_published_cases() {
     x.tolerance_bytes = v["tolerance"]["rounding_bytes"].get<std::uint64_t>();
     x.tolerance = v["tolerance"].value("relative", 0.0);
     x.gap = v.value("gap", std::string());
+    x.gap_above = v.value("gap_side", std::string("below")) == "above";
     const std::uint64_t params = count_parameters(r.model).total;
     if (quantity == "model_states") {
       x.kind = "model states (published)";

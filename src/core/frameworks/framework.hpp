@@ -60,6 +60,9 @@ struct FrameworkModule {
   Precision (*default_precision)(bool deepspeed_offload);
   /// Dropout when none is given.
   Dropout (*default_dropout)(const ModelSpec& m);
+  /// The caching allocator's mode when --allocator is not given: what the
+  /// framework's launcher sets in PYTORCH_CUDA_ALLOC_CONF.
+  AllocatorMode default_allocator = AllocatorMode::native;
   /// The ZeRO stage when neither --zero nor --fsdp is given.
   std::uint32_t default_zero = 0;
   /// Why the framework's module cannot plan this model or run (empty: it

@@ -55,14 +55,6 @@ ActivationProfile torchtitan_activations(const ModelSpec& m, const Workload& w, 
   return torchtitan_profile(m, w, d);
 }
 
-// torchtitan builds torch.optim's Adam and AdamW with foreach=True unless
-// fused is asked for (torchtitan optimizer.py build_optimizers), and both
-// take the square root of every exp_avg_sq at once
-// (torch/optim/adam.py _multi_tensor_adam).
-bool torchtitan_foreach(Optimizer o) {
-  return o == Optimizer::adam || o == Optimizer::adamw;
-}
-
 // What the module covers: torchtitan's Llama (RMSNorm, SwiGLU, rotary,
 // GQA, no biases) sharded by FSDP2 over at least two ranks; with one rank
 // torchtitan applies no FSDP (parallel_dims.py dp_shard_enabled) and its
@@ -89,13 +81,20 @@ extern const FrameworkModule k_torchtitan_framework{
     .refusal = torchtitan_refusal,
     .default_precision = torchtitan_precision,
     .default_dropout = torchtitan_dropout,
+    // torchtitan's launcher exports PYTORCH_CUDA_ALLOC_CONF=
+    // "expandable_segments:True" (run_llama_train.sh:22 @9dec370ad26b,
+    // run_train.sh:24 @e7c0cae934df, run_train.sh:19 @6fc499f6f5b3).
+    .default_allocator = AllocatorMode::expandable,
     .default_zero = 3,
     .unmodelled = torchtitan_unmodelled,
     // FSDP2 reduce-scatters into new sharded .grad tensors; the optimizers'
     // zero_grad sets them to None.
     .persistent_grads = false,
     .ddp_bucket_copies = false,
-    .foreach_update = torchtitan_foreach,
+    // optimizer.implementation defaults to "fused" since torchtitan
+    // 2025-02-24 (before, foreach: its square-root temporaries live at the
+    // optimizer step, below the step's peak).
+    .foreach_update = no_foreach,
     .gradients_text = "sharded by FSDP2's reduce-scatter, freed by zero_grad",
     .loss_text = "fp32",
     .activation_section = "torchtitan",
