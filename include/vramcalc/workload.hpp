@@ -145,6 +145,22 @@ enum class Compile : std::uint8_t {
   model_and_loss,  ///< each decoder layer and the loss (torchtitan's default when compiling)
 };
 
+/// torchao float8 training of the decoder layers' linear layers (--float8;
+/// torchtitan's float8 converter). docs/formulas.md, "float8 training".
+enum class Float8Recipe : std::uint8_t {
+  none,           ///< bf16 linears
+  tensorwise,     ///< one fp32 scale per tensor (Float8LinearConfig's default)
+  rowwise,        ///< one scale per row or column, every gemm in float8 (recipe "rowwise")
+  rowwise_gw_hp,  ///< rowwise, the weight-gradient gemm in bf16 (recipe "rowwise_with_gw_hp")
+};
+
+struct Float8 {
+  Float8Recipe recipe = Float8Recipe::none;
+  /// FSDP2 all-gathers the converted weights as float8, 1 byte per element
+  /// (enable_fsdp_float8_all_gather; tensorwise only).
+  bool all_gather = false;
+};
+
 struct Checkpointing {
   CheckpointKind kind = CheckpointKind::none;
   std::uint64_t every = 0;  ///< k for CheckpointKind::every, else 0
@@ -306,6 +322,8 @@ struct Workload {
   Checkpointing checkpoint;
   /// torch.compile (--compile; torchtitan).
   Compile compile = Compile::none;
+  /// torchao float8 linears (--float8, --float8-all-gather; torchtitan).
+  Float8 float8;
   Loss loss;
   Lora lora;               ///< training through adapters; kind none for full fine-tuning
   Freeze freeze;           ///< full fine-tuning with frozen parts
@@ -333,6 +351,7 @@ struct Workload {
 [[nodiscard]] std::string_view name_of(AttentionImpl a);
 [[nodiscard]] std::string_view name_of(CheckpointKind c);
 [[nodiscard]] std::string_view name_of(LossImpl l);
+[[nodiscard]] std::string_view name_of(Float8Recipe r);
 [[nodiscard]] std::string_view name_of(Engine e);
 [[nodiscard]] std::string_view name_of(VllmSampler s);
 [[nodiscard]] std::string_view name_of(CacheImpl c);

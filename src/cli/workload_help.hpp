@@ -154,6 +154,14 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"compile",
      "torchtitan: no | model (torch.compile of each decoder layer) | yes (each layer and the loss, "
      "torchtitan's compile.components = [model, loss]) (default no)"},
+    {"float8",
+     "torchtitan: torchao float8 training of every decoder-layer linear (the output layer stays bf16): none "
+     "| "
+     "tensorwise | rowwise | rowwise-gw-hp (rowwise_with_gw_hp: the weight gradient in bf16); needs a GPU "
+     "with float8 matmul (sm_89, sm_90+, gfx942; rowwise sm_90+) (default none)"},
+    {"float8_all_gather",
+     "torchtitan, --float8 tensorwise: FSDP2 all-gathers the converted weights as float8, 1 byte per element "
+     "(enable_fsdp_float8_all_gather) (default no)"},
     {"loss",
      "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
      "N "

@@ -2,6 +2,7 @@
 // (docs/formulas.md, "Communication per step").
 #include <fmt/format.h>
 
+#include "core/inventory.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -42,7 +43,10 @@ void data_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& out
       out.push_back(leaf("dp.param_allgather", "ZeRO-1/2: all-gather of the updated parameters",
                          ring(params, N, 1), 1, "W·(N−1)/N", k_zero));
     } else {
-      const std::uint64_t all = bytes_for(count_parameters(m).total, gathered_dtype(w));
+      // float8 all-gather moves the converted weights at 1 byte each.
+      const std::uint64_t fp8 = checked_mul(m.num_layers, core::float8_gathered_per_layer(m, w));
+      const std::uint64_t all =
+          checked_add(bytes_for(count_parameters(m).total - fp8, gathered_dtype(w)), fp8);
       out.push_back(leaf("dp.param_allgather",
                          "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
                          micro, "2·W·(N−1)/N per micro-batch", k_zero));

@@ -401,6 +401,15 @@ struct ActivationProfile {
 /// torchtitan's Llama under FSDP2 (src/core/frameworks/torchtitan_activations.cpp).
 [[nodiscard]] ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w,
                                                    Detail detail = Detail::tree);
+/// torchao float8 linears in torchtitan's decoder layers
+/// (src/core/frameworks/torchtitan_float8.cpp): adds to `p` what they keep
+/// and make beyond bf16 linears; `op_policy`: under the op-level policy.
+void add_float8(ActivationProfile& p, const ModelSpec& m, const Workload& w, const Dims& x, bool op_policy);
+/// Elements of one decoder layer's weights that --float8 converts.
+[[nodiscard]] std::uint64_t float8_layer_weights(const ModelSpec& m);
+/// Of those, the elements FSDP2 all-gathers as float8 (1 byte each): all
+/// with --float8-all-gather, else none.
+[[nodiscard]] std::uint64_t float8_gathered_per_layer(const ModelSpec& m, const Workload& w);
 /// Megatron-Core, Korthikanti et al. 2022 (src/core/frameworks/megatron_activations.cpp).
 [[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
                                                  Detail detail = Detail::tree);

@@ -51,5 +51,8 @@ std::string_view name_of(OffloadKind k) {
 std::string_view name_of(LossImpl l) {
   return core::name_in(core::k_losses, l);
 }
+std::string_view name_of(Float8Recipe r) {
+  return core::name_in(core::k_float8_recipes, r);
+}
 
 }  // namespace vramcalc

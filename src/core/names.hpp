@@ -38,6 +38,11 @@ inline constexpr std::array k_allocators = {Choice<AllocatorMode>{"default", All
 inline constexpr std::array k_compiles = {Choice<Compile>{"no", Compile::none},
                                           Choice<Compile>{"model", Compile::model},
                                           Choice<Compile>{"yes", Compile::model_and_loss}};
+inline constexpr std::array k_float8_recipes = {
+    Choice<Float8Recipe>{"none", Float8Recipe::none},
+    Choice<Float8Recipe>{"tensorwise", Float8Recipe::tensorwise},
+    Choice<Float8Recipe>{"rowwise", Float8Recipe::rowwise},
+    Choice<Float8Recipe>{"rowwise-gw-hp", Float8Recipe::rowwise_gw_hp}};
 inline constexpr std::array k_optimizers = {
     Choice<Optimizer>{"adamw", Optimizer::adamw},
     Choice<Optimizer>{"adam", Optimizer::adam},

@@ -191,13 +191,19 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
   if (w.zero < 3 || (zero_ranks(w) <= 1 && w.offload.kind != OffloadKind::params)) return;
   const std::uint64_t root = t.params.total - t.params.layers;
   const DType wd = gathered_dtype(w);
+  const std::uint64_t fp8 = float8_gathered_per_layer(t.m, w);  // 1 byte each
   constexpr std::string_view src =
       "PyTorch FSDP (fsdp/api.py BackwardPrefetch; FSDP2 fully_shard); DeepSpeed stage3.py";
   for (Inventory* inv : {&fwd, &bwd}) {
     inv->add("zero3.root_params", "gathered root unit: embeddings, final norm, output layer", root, wd,
              "non-layer parameters", src);
     inv->add("zero3.layer_params", "gathered parameters of two decoder layers (current and prefetched)",
-             checked_mul(2, t.params.per_layer), wd, "2 × layer parameters", src);
+             checked_mul(2, t.params.per_layer - fp8), wd, "2 × layer parameters", src);
+    if (fp8 > 0) {
+      inv->add("zero3.layer_params_fp8", "their float8 linear weights (float8 all-gather)",
+               checked_mul(2, fp8), DType::fp8, "2 × converted weights",
+               "torchao@890e0ac88e70 torchao/float8/fsdp_utils.py");
+    }
   }
   if (w.offload.kind == OffloadKind::params) {
     // The layer's shard comes from the host before its all-gather: FSDP's

@@ -74,6 +74,8 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   train_only(in.checkpoint, "activation checkpointing");
   train_only(in.compile, "torch.compile");
   train_only(in.allocator, "the caching allocator's mode");
+  train_only(in.float8, "float8 training");
+  train_only(in.float8_all_gather, "float8 all-gather");
   train_only(in.dropout, "dropout");
   train_only(in.zero, "ZeRO sharding");
   train_only(in.grad_accum, "gradient accumulation");
@@ -242,6 +244,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
     io::conflict(in.quant_lm_head->origin, "applies with --quant only");
   }
   io::resolve_gpu(r, in);
+  io::check_float8_gpu(r, in);
   if (r.workload.engine == Engine::vllm) io::resolve_vllm(model, r, in);
   io::resolve_overhead(r, in);
   r.model = std::move(model);

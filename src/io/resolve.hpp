@@ -34,6 +34,12 @@ T pick(PlanRequest& r, const std::optional<Given<T>>& given, std::type_identity_
 // Training (train_rules.cpp): everything under --mode train.
 void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
 
+// float8 training (float8_rules.cpp): --float8 and --float8-all-gather,
+// once the framework is known; then, once the GPU is, whether it runs
+// float8 matmuls.
+void resolve_float8(PlanRequest& r, const WorkloadInput& in);
+void check_float8_gpu(const PlanRequest& r, const WorkloadInput& in);
+
 // Megatron's parallelism (parallel_rules.cpp): tp, sp, cp, pp, ep.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in);
 

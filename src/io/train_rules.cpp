@@ -175,6 +175,7 @@ void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
   if (in.adapter) resolve_lora(model, r, in);
   if (in.freeze) resolve_freeze(model, r, in);
   resolve_steps(model, r, in);
+  resolve_float8(r, in);
   resolve_sharding(r, in);
   r.workload.kv_dtype = r.workload.dtype;
   resolve_megatron_parallel(model, r, in);

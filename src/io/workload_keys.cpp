@@ -186,6 +186,8 @@ constexpr WorkloadKey k_keys[] = {
     field<&In::dropout, parse_probability>("dropout", "--dropout", probability),
     field<&In::checkpoint, parse_checkpoint>("checkpoint", "--checkpoint", string),
     field<&In::compile, parse_in<k_compiles>>("compile", "--compile", string),
+    field<&In::float8, parse_in<k_float8_recipes>>("float8", "--float8", string),
+    field<&In::float8_all_gather, parse_yes_no>("float8_all_gather", "--float8-all-gather", boolean),
     field<&In::loss, parse_loss>("loss", "--loss", string),
     field<&In::lora_rank, parse_positive>("lora_rank", "--lora-rank", positive_integer),
     field<&In::lora_targets, parse_lora_targets>("lora_targets", "--lora-targets", string),

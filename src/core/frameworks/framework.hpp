@@ -37,6 +37,7 @@ enum class TrainingFeature : std::uint8_t {
   activation_offload,   ///< --offload activations
   op_checkpoint,        ///< --checkpoint selective-op
   compile,              ///< --compile yes
+  float8,               ///< --float8 (torchao float8 linears)
   full_finetune,        ///< --mode train without adapters
 };
 

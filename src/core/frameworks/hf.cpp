@@ -21,6 +21,9 @@ std::string_view hf_refusal(TrainingFeature f) {
     case TrainingFeature::compile:
       return "torch.compile is modelled for --framework torchtitan only so far; transformers' "
              "torch_compile is not";
+    case TrainingFeature::float8:
+      return "float8 training is modelled for --framework torchtitan (torchao Float8Linear) only; "
+             "transformers' FP8 through accelerate is not";
     default:
       return {};
   }

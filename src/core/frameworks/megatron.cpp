@@ -38,6 +38,9 @@ std::string_view megatron_refusal(TrainingFeature f) {
              "Megatron's own is --checkpoint selective (the attention core)";
     case TrainingFeature::compile:
       return "Megatron-LM runs its fused kernels eagerly, not under torch.compile; drop --compile";
+    case TrainingFeature::float8:
+      return "Megatron's FP8 runs through Transformer Engine, which is not modelled yet; --float8 is "
+             "torchao's float8 training under --framework torchtitan";
     default:
       return {};
   }

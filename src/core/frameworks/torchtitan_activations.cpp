@@ -206,11 +206,16 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
   p.layer_backward.add("layer_backward.mlp_grads", "MLP intermediate gradients (product, act, w3 output)",
                        checked_product(3, x.T, x.I), c.cd, "3·b·s·I",
                        "derivation from derivatives.yaml mm and mul backward");
+  add_float8(p, m, w, x, w.checkpoint.kind == CheckpointKind::selective_op);
   if (d == Detail::tree) {
+    const std::string float8 = w.float8.recipe == Float8Recipe::none
+                                   ? std::string()
+                                   : fmt::format(", torchao float8 {} linears{}", name_of(w.float8.recipe),
+                                                 w.float8.all_gather ? " gathered as float8" : "");
     p.assumptions.emplace_back(
         "activations",
-        fmt::format("torchtitan profile (its Llama modules, SDPA flash, FSDP2 {} compute, no dropout){}",
-                    name_of(c.cd),
+        fmt::format("torchtitan profile (its Llama modules, SDPA flash, FSDP2 {} compute, no dropout{}){}",
+                    name_of(c.cd), float8,
                     w.compile == Compile::model_and_loss ? ", each layer and the loss compiled"
                     : c.compiled                         ? ", each layer compiled"
                                                          : ""));
