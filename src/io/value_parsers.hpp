@@ -16,6 +16,7 @@ namespace vramcalc::io {
 
 // The core's name tables (core/names.hpp) are the boundary's vocabulary.
 using core::Choice;
+using core::k_allocators;
 using core::k_attentions;
 using core::k_caches;
 using core::k_checkpoint_kinds;
@@ -28,8 +29,6 @@ using core::k_modes;
 using core::k_offload_devices;
 using core::k_offloads;
 using core::k_optimizers;
-using core::k_allocators;
-using core::k_compiles;
 using core::k_precisions;
 using core::k_samplers;
 using core::k_schedules;
