@@ -97,7 +97,7 @@ extern const FrameworkModule k_torchtitan_framework{
     .foreach_update = no_foreach,
     .gradients_text = "sharded by FSDP2's reduce-scatter, freed by zero_grad",
     .loss_text = "fp32",
-    .activation_section = "torchtitan",
+    .activation_section = "torchtitan — `--framework torchtitan`",
 };
 
 }  // namespace vramcalc::core
