@@ -137,6 +137,16 @@ int main() {
       make("llama-3.1-8b",
            {{"engine", "llamacpp"}, {"quant", "gguf:Q4_K_M"}, {"kv_dtype", "q8_0"}, {"gpu_layers", "20"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"loss", "chunked"}}),
+      // torchtitan: the allocator replay, the op policy, compile and float8.
+      make("llama-3.1-8b",
+           {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"checkpoint", "selective-op"}}),
+      make("llama-3.1-8b", {{"mode", "train"},
+                            {"framework", "torchtitan"},
+                            {"dp", "8"},
+                            {"compile", "yes"},
+                            {"float8", "tensorwise"},
+                            {"float8_all_gather", "yes"}}),
+      make("llama-3.1-8b", {{"mode", "train"}, {"dp", "8"}, {"zero", "3"}, {"allocator", "expandable"}}),
       make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "1000"}}),
       make("llama-3.1-70b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "4"}}),
       make("llama-3.1-70b", {{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}, {"sp", "yes"}}),
@@ -184,7 +194,7 @@ int main() {
   }
   std::printf("estimate(): %zu allocations (the counter works)\n", g_allocations);
 
-  constexpr int k_rounds = 1000;
+  constexpr int k_rounds = 100;
   int failures = 0;
   for (const Case& c : cases) {
     std::uint64_t checksum = 0;
