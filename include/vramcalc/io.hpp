@@ -105,9 +105,10 @@ struct WorkloadInput {
   std::optional<Given<AttentionImpl>> attention;
   std::optional<Given<double>> dropout;
   std::optional<Given<Checkpointing>> checkpoint;
-  std::optional<Given<Compile>> compile;         ///< --compile no|model|yes
-  std::optional<Given<Float8Recipe>> float8;     ///< --float8 none|tensorwise|rowwise|rowwise-gw-hp
-  std::optional<Given<bool>> float8_all_gather;  ///< --float8-all-gather yes|no
+  std::optional<Given<Compile>> compile;             ///< --compile no|model|yes
+  std::optional<Given<Float8Recipe>> float8;         ///< --float8 none|tensorwise|rowwise|rowwise-gw-hp
+  std::optional<Given<bool>> float8_all_gather;      ///< --float8-all-gather yes|no
+  std::optional<Given<bool>> optimizer_in_backward;  ///< --optimizer-in-backward yes|no
   std::optional<Given<Loss>> loss;
   std::optional<Given<Quant>> quant;
   std::optional<Given<bool>> quant_lm_head;

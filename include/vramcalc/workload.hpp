@@ -51,6 +51,7 @@ enum class Framework : std::uint8_t {
   hf,          ///< Hugging Face transformers with PyTorch SDPA
   megatron,    ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
   torchtitan,  ///< PyTorch torchtitan: FSDP2 over its own Llama modules
+  torchtune,   ///< PyTorch torchtune: its single-device full fine-tune recipe
 };
 
 /// transformers' KV cache class for generate (hf engine).
@@ -324,6 +325,10 @@ struct Workload {
   Compile compile = Compile::none;
   /// torchao float8 linears (--float8, --float8-all-gather; torchtitan).
   Float8 float8;
+  /// The optimizer steps each parameter inside backward, right after its
+  /// gradient is accumulated, and frees that gradient (--optimizer-in-backward;
+  /// torchtune's optimizer_in_bwd).
+  bool optimizer_in_backward = false;
   Loss loss;
   Lora lora;               ///< training through adapters; kind none for full fine-tuning
   Freeze freeze;           ///< full fine-tuning with frozen parts

@@ -134,7 +134,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "2+2+4+8=16; "
      "mixed-fp32-grads (Megatron) 2+4+4+8=18; pure (all 16-bit) 2+2+0+4=8; fsdp-mp (FSDP2 "
      "MixedPrecisionPolicy: fp32 shards gathered as 16-bit copies, fp32 gradient shards) 4+4+0+8=16. "
-     "Default: amp for hf, mixed-fp32-grads for megatron, fsdp-mp for torchtitan, fp32 with --dtype fp32"},
+     "Default: amp for hf, mixed-fp32-grads for megatron, fsdp-mp for torchtitan, pure for torchtune, fp32 "
+     "with "
+     "--dtype fp32"},
     {"optimizer",
      "adamw | adam | sgd | sgd-momentum | lion | adafactor | adamw-8bit | paged-adamw | paged-adamw-8bit "
      "(bitsandbytes: states of tensors with 100,000 elements or more in unified memory, reported as host) | "
@@ -142,7 +144,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "(default adamw)"},
     {"framework",
      "hf (Hugging Face transformers + PyTorch SDPA) | megatron (Megatron-Core, Korthikanti et al. 2022 Table "
-     "2) | torchtitan (its Llama under FSDP2 over --dp ranks, FSDP full sharding by default) (default hf)"},
+     "2) | torchtitan (its Llama under FSDP2 over --dp ranks, FSDP full sharding by default) | torchtune "
+     "(its "
+     "single-device full fine-tune recipe, pure bf16, packed batches) (default hf)"},
     {"attention", "flash (fused SDPA kernel) | eager (materialised scores) (default flash)"},
     {"dropout",
      "dropout probability for attention, hidden and embedding dropout (default: the model "
@@ -153,7 +157,8 @@ inline constexpr FlagHelp k_flag_help[] = {
      "(default none)"},
     {"compile",
      "torchtitan: no | model (torch.compile of each decoder layer) | yes (each layer and the loss, "
-     "torchtitan's compile.components = [model, loss]) (default no)"},
+     "torchtitan's compile.components = [model, loss]); torchtune: model (each decoder layer) | yes (also "
+     "the chunked loss's compute_cross_entropy) (default no)"},
     {"float8",
      "torchtitan: torchao float8 training of every decoder-layer linear (the output layer stays bf16): none "
      "| "
@@ -162,6 +167,10 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"float8_all_gather",
      "torchtitan, --float8 tensorwise: FSDP2 all-gathers the converted weights as float8, 1 byte per element "
      "(enable_fsdp_float8_all_gather) (default no)"},
+    {"optimizer_in_backward",
+     "torchtune: the optimizer steps each parameter inside backward once its gradient is accumulated and "
+     "frees it (optimizer_in_bwd): one parameter's gradient alive at a time; needs --grad-accum 1 (default "
+     "no)"},
     {"loss",
      "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
      "N "

@@ -401,6 +401,10 @@ struct ActivationProfile {
 /// torchtitan's Llama under FSDP2 (src/core/frameworks/torchtitan_activations.cpp).
 [[nodiscard]] ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w,
                                                    Detail detail = Detail::tree);
+/// torchtune's Llama in its single-device full fine-tune recipe
+/// (src/core/frameworks/torchtune_activations.cpp).
+[[nodiscard]] ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w,
+                                                  Detail detail = Detail::tree);
 /// torchao float8 linears in torchtitan's decoder layers
 /// (src/core/frameworks/torchtitan_float8.cpp): adds to `p` what they keep
 /// and make beyond bf16 linears; `op_policy`: under the op-level policy.

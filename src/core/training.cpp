@@ -267,10 +267,15 @@ struct StepGradients {
   std::uint64_t ddp_buckets = 0;  // live the whole step
   std::uint64_t params = 0;       // P: the parameters whose gradients make up `grads`
   bool persist = false;
+  // --optimizer-in-backward: each gradient is stepped and freed once
+  // accumulated, so at most the largest parameter's (`largest` bytes) lives.
+  bool in_backward = false;
+  std::uint64_t largest = 0;
 
   // Gradient bytes live once the backward has produced those of `done`
   // parameters.
   [[nodiscard]] std::uint64_t live(std::uint64_t done) const {
+    if (in_backward) return done > 0 ? largest : 0;
     return checked_add(ddp_buckets, persist ? grads : share(grads, done, params));
   }
 };
@@ -326,7 +331,7 @@ WorstLayer worst_backward_layer(const Train& t, const StepGradients& g, std::uin
     if (trainable) {
       produced = add_inline(produced, t.params.per_layer);
       // g.live(produced) − the gradients already in the base.
-      new_grads = g.persist ? 0 : produced_grads.value();
+      new_grads = g.persist || g.in_backward ? 0 : produced_grads.value();
       produced_grads.next();
     }
     const std::uint64_t total = add_inline(
@@ -386,8 +391,18 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   // the existing .grad, so from the second micro-batch on the gradients are
   // live through forward too (torch.autograd accumulates into .grad;
   // transformers Trainer calls zero_grad only after the optimizer step).
-  const StepGradients g{c[idx(Component::gradients)] - ddp_buckets, ddp_buckets, t.params.total,
-                        framework_module(w.framework).persistent_grads || w.grad_accum > 1};
+  // torchtune's optimizer_in_bwd: a post-accumulate-grad hook steps each
+  // parameter and sets its .grad to None (training/memory.py
+  // register_optim_in_bwd_hooks @1814feb17); the largest gradient bounds
+  // what lives (a tied embedding's, waiting for both of its uses).
+  std::uint64_t largest = 0;
+  for (const ParamTensor& p : t.tensors) largest = std::max(largest, p.elements());
+  const StepGradients g{c[idx(Component::gradients)] - ddp_buckets,
+                        ddp_buckets,
+                        t.params.total,
+                        framework_module(w.framework).persistent_grads || w.grad_accum > 1,
+                        w.optimizer_in_backward,
+                        bytes_for(largest, gradient_dtype(w))};
   base[idx(Component::gradients)] = checked_add(ddp_buckets, g.persist ? g.grads : 0);
   forward_moments(out, t, base, c, zero3_fwd);
 

@@ -76,6 +76,7 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   train_only(in.allocator, "the caching allocator's mode");
   train_only(in.float8, "float8 training");
   train_only(in.float8_all_gather, "float8 all-gather");
+  train_only(in.optimizer_in_backward, "the optimizer in backward");
   train_only(in.dropout, "dropout");
   train_only(in.zero, "ZeRO sharding");
   train_only(in.grad_accum, "gradient accumulation");

@@ -99,6 +99,28 @@ void resolve_freeze(const ModelSpec& model, PlanRequest& r, const WorkloadInput&
   }
 }
 
+// --optimizer-in-backward: torchtune's optimizer_in_bwd registers a
+// post-accumulate-grad hook per parameter that steps and zeroes it
+// (torchtune@1814feb17 training/memory.py register_optim_in_bwd_hooks); the
+// recipe's __init__ requires gradient_accumulation_steps 1.
+void resolve_optimizer_in_backward(PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (!in.optimizer_in_backward || !in.optimizer_in_backward->value) return;
+  const std::string& origin = in.optimizer_in_backward->origin;
+  if (!core::framework_module(w.framework).optimizer_in_backward) {
+    conflict(origin,
+             "the optimizer in backward is torchtune's optimizer_in_bwd: it is modelled for "
+             "--framework torchtune only");
+  }
+  if (w.grad_accum != 1) {
+    conflict(origin, fmt::format("the optimizer in backward steps as each gradient is made, so there is "
+                                 "nothing to accumulate: it needs --grad-accum 1, not {}",
+                                 w.grad_accum));
+  }
+  if (w.optimizer == Optimizer::none) conflict(origin, "the optimizer in backward needs an --optimizer");
+  w.optimizer_in_backward = true;
+}
+
 // The optimizer and what a step keeps: micro-batches, checkpointing, the
 // loss and dropout.
 void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
@@ -175,6 +197,7 @@ void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
   if (in.adapter) resolve_lora(model, r, in);
   if (in.freeze) resolve_freeze(model, r, in);
   resolve_steps(model, r, in);
+  resolve_optimizer_in_backward(r, in);
   resolve_float8(r, in);
   resolve_sharding(r, in);
   r.workload.kv_dtype = r.workload.dtype;

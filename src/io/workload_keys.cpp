@@ -188,6 +188,8 @@ constexpr WorkloadKey k_keys[] = {
     field<&In::compile, parse_in<k_compiles>>("compile", "--compile", string),
     field<&In::float8, parse_in<k_float8_recipes>>("float8", "--float8", string),
     field<&In::float8_all_gather, parse_yes_no>("float8_all_gather", "--float8-all-gather", boolean),
+    field<&In::optimizer_in_backward, parse_yes_no>("optimizer_in_backward", "--optimizer-in-backward",
+                                                    boolean),
     field<&In::loss, parse_loss>("loss", "--loss", string),
     field<&In::lora_rank, parse_positive>("lora_rank", "--lora-rank", positive_integer),
     field<&In::lora_targets, parse_lora_targets>("lora_targets", "--lora-targets", string),

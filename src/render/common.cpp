@@ -117,10 +117,11 @@ std::string workload_line(const Workload& w) {
         w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)), w.dp, w.zero);
   }
   return fmt::format(
-      "train, batch {} × seq {}{}, {} {}, {}, {} ({} attention), checkpoint {}{}{}{}, {}dp {}, zero {}{}",
+      "train, batch {} × seq {}{}, {} {}, {}{}, {} ({} attention), checkpoint {}{}{}{}, {}dp {}, zero {}{}",
       w.batch, w.seq, w.grad_accum > 1 ? fmt::format(" × {} accumulated", w.grad_accum) : "",
-      name_of(w.dtype), name_of(w.precision), name_of(w.optimizer), name_of(w.framework),
-      name_of(w.attention), checkpoint_text(w.checkpoint),
+      name_of(w.dtype), name_of(w.precision), name_of(w.optimizer),
+      w.optimizer_in_backward ? " in backward" : "", name_of(w.framework), name_of(w.attention),
+      checkpoint_text(w.checkpoint),
       w.compile == Compile::none ? "" : fmt::format(", compile {}", name_of(w.compile)),
       w.loss.kind == LossImpl::standard ? "" : fmt::format(", loss {}", loss_text(w.loss)),
       w.freeze.any() ? fmt::format(", freeze {}", freeze_text(w.freeze)) : "", parallel_text(w.parallel),

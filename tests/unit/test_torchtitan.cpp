@@ -86,7 +86,7 @@ TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
       test::request(m, {{"mode", "train"}, {"framework", "megatron"}, {"checkpoint", "selective-op"}}),
       Catch::Contains("torchtitan's op-level"));
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"compile", "yes"}}),
-                    Catch::Contains("torchtitan only"));
+                    Catch::Contains("torchtitan and torchtune only"));
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"precision", "fsdp-mp"}}),
                     Catch::Contains("--fsdp full"));
   CHECK_THROWS_WITH(

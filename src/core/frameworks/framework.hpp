@@ -78,6 +78,9 @@ struct FrameworkModule {
   /// The optimizer runs torch.optim's foreach kernel, which builds a
   /// square-root temporary over every parameter it steps.
   bool (*foreach_update)(Optimizer o) = nullptr;
+  /// The optimizer can step each parameter inside backward
+  /// (--optimizer-in-backward).
+  bool optimizer_in_backward = false;
   /// The gradients' lifetime, in the plan's words.
   std::string_view gradients_text;
   /// What the output layer and loss keep for backward ("fp32 log-probs").

@@ -19,7 +19,7 @@ std::string_view hf_refusal(TrainingFeature f) {
       return "selective-op is torchtitan's op-level checkpointing policy (--framework torchtitan); with "
              "--framework hf use full or every:K";
     case TrainingFeature::compile:
-      return "torch.compile is modelled for --framework torchtitan only so far; transformers' "
+      return "torch.compile is modelled for --framework torchtitan and torchtune only so far; transformers' "
              "torch_compile is not";
     case TrainingFeature::float8:
       return "float8 training is modelled for --framework torchtitan (torchao Float8Linear) only; "

@@ -10,12 +10,13 @@ namespace vramcalc::core {
 extern const FrameworkModule k_hf_framework;
 extern const FrameworkModule k_megatron_framework;
 extern const FrameworkModule k_torchtitan_framework;
+extern const FrameworkModule k_torchtune_framework;
 
 namespace {
 
 // In Framework's order.
 constinit ModuleTable<FrameworkModule, Framework, k_max_frameworks> g_frameworks{
-    &k_hf_framework, &k_megatron_framework, &k_torchtitan_framework};
+    &k_hf_framework, &k_megatron_framework, &k_torchtitan_framework, &k_torchtune_framework};
 
 }  // namespace
 

@@ -1,0 +1,113 @@
+// torchtune (--framework torchtune): PyTorch's fine-tuning library, its
+// single-device full fine-tune recipe (recipes/full_finetune_single_device.py
+// @1814feb17). The model is built under training.set_default_dtype(bf16): pure
+// bf16 parameters, gradients and torch.optim states, no fp32 master and no
+// autocast (the recipe's docstring: mixed precision is not supported). Its
+// Llama modules are in torchtune_activations.cpp.
+#include <fmt/format.h>
+
+#include "core/frameworks/framework.hpp"
+#include "vramcalc/formulas.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+std::string_view torchtune_refusal(TrainingFeature f) {
+  switch (f) {
+    case TrainingFeature::inference:
+      return "torchtune's training recipes are modelled; for serving choose an --engine";
+    case TrainingFeature::autocast:
+      return "torchtune trains in pure bf16 (no torch.autocast, no fp32 master): use --precision pure (its "
+             "default)";
+    case TrainingFeature::freeze:
+      return "torchtune's full fine-tune recipe trains every parameter; --freeze is modelled for --framework "
+             "hf";
+    case TrainingFeature::adapters:
+      return "torchtune's LoRA and QLoRA recipes are not modelled yet; PEFT's are (--framework hf)";
+    case TrainingFeature::selective_recompute:
+    case TrainingFeature::op_checkpoint:
+      return "torchtune's single-device recipe checkpoints every decoder layer "
+             "(enable_activation_checkpointing): use --checkpoint full or none";
+    case TrainingFeature::model_parallel:
+      return "torchtune's single-device recipe runs on one GPU: tensor, sequence, context, pipeline and "
+             "expert parallelism are not part of it";
+    case TrainingFeature::hybrid_shard:
+      return "torchtune's single-device recipe does not shard; its distributed recipe is not modelled yet";
+    case TrainingFeature::offload:
+      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
+             "optimizer is --optimizer paged-adamw-8bit); only --offload activations";
+    case TrainingFeature::float8:
+      return "torchtune's float8 training is not modelled; --float8 is modelled for --framework torchtitan";
+    default:
+      return {};
+  }
+}
+
+Precision torchtune_precision(bool /*deepspeed_offload*/) {
+  return Precision::pure;
+}
+
+// torchtune's Llama builders set attn_dropout 0 (llama3_1 _component_builders.py).
+Dropout torchtune_dropout(const ModelSpec& /*m*/) {
+  return {};
+}
+
+ActivationProfile torchtune_activations(const ModelSpec& m, const Workload& w, Detail d) {
+  return torchtune_profile(m, w, d);
+}
+
+// What the module covers: torchtune's Llama on one GPU, in bf16, with its
+// checkpointing of every layer, and activation offload only beside it (the
+// recipe raises otherwise).
+std::string torchtune_unmodelled(const ModelSpec& m, const Workload& w) {
+  if (m.type != ModelType::llama) {
+    return fmt::format("torchtune's profile models its Llama modules (model_type llama); {} is {}", m.name,
+                       name_of(m.type));
+  }
+  if (w.dp != 1 || w.zero != 0) {
+    return "torchtune's single-device recipe runs on one GPU: give --dp 1 and no --zero or --fsdp (its "
+           "distributed recipe is not modelled yet)";
+  }
+  if (w.dtype != DType::bf16 || w.precision != Precision::pure) {
+    return "torchtune's recipe trains in bf16 only (training.get_dtype rejects fp16; fp32 is not modelled "
+           "here): use --dtype bf16 --precision pure";
+  }
+  if (w.checkpoint.kind != CheckpointKind::none && w.checkpoint.kind != CheckpointKind::full) {
+    return "torchtune's single-device recipe checkpoints every decoder layer or none: use --checkpoint full "
+           "or none";
+  }
+  if (w.offload.activations && w.checkpoint.kind != CheckpointKind::full) {
+    return "torchtune's recipe requires enable_activation_checkpointing with enable_activation_offloading: "
+           "add --checkpoint full";
+  }
+  return {};
+}
+
+}  // namespace
+
+extern const FrameworkModule k_torchtune_framework{
+    .name = "torchtune",
+    .profile = torchtune_activations,
+    .rank_model = whole_model,
+    .own_estimate = no_own_estimate,
+    .refusal = torchtune_refusal,
+    .default_precision = torchtune_precision,
+    .default_dropout = torchtune_dropout,
+    .default_allocator = AllocatorMode::native,
+    .default_zero = 0,
+    .unmodelled = torchtune_unmodelled,
+    // The recipe calls optimizer.zero_grad(set_to_none=True) after each step.
+    .persistent_grads = false,
+    .ddp_bucket_copies = false,
+    // torch.optim's foreach square-root temporaries live at the step, below
+    // the backward's peak in the recipe's runs; not modelled here.
+    .foreach_update = no_foreach,
+    // recipes/full_finetune_single_device.py _setup_optimizer (optimizer_in_bwd).
+    .optimizer_in_backward = true,
+    .gradients_text = "bf16 .grad from backward to the step, set to None by zero_grad",
+    .loss_text = "fp32",
+    .activation_section = "torchtune — --framework torchtune",
+};
+
+}  // namespace vramcalc::core

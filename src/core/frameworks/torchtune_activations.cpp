@@ -1,0 +1,194 @@
+// The torchtune activation profile: what autograd keeps for backward when
+// torchtune's single-device full fine-tune recipe
+// (recipes/full_finetune_single_device.py) trains its Llama
+// (torchtune/models/llama3_1/_component_builders.py llama3_1) in pure bf16:
+// no autocast, every parameter bf16 under training.set_default_dtype. The
+// norms and the rotary embedding compute in fp32 inside and cast back.
+// docs/formulas.md, "torchtune", lists every entry with its source.
+#include <fmt/format.h>
+
+#include "core/inventory.hpp"
+
+namespace vramcalc::core {
+
+namespace {
+
+constexpr std::string_view k_norm =
+    "torchtune@1814feb17 torchtune/modules/rms_norm.py RMSNorm.forward (x.float(), rsqrt, type_as, * scale); "
+    "derivatives.yaml (pow, rsqrt, mul)";
+constexpr std::string_view k_rope =
+    "torchtune@1814feb17 torchtune/models/llama3_1/_position_embeddings.py Llama3ScaledRoPE.forward "
+    "(self.cache[input_pos] with packed input_pos); derivatives.yaml mul (the cache side is kept for the "
+    "input's gradient)";
+constexpr std::string_view k_attn =
+    "torchtune@1814feb17 torchtune/modules/attention.py MultiHeadAttention.forward (k, v expanded to all "
+    "heads before _attention_call); attention_utils.py _sdpa_or_flex_attention; derivatives.yaml "
+    "_scaled_dot_product_flash_attention, flex_attention";
+constexpr std::string_view k_mlp =
+    "torchtune@1814feb17 torchtune/modules/feed_forward.py FeedForward.forward; derivatives.yaml (silu, mul, "
+    "mm)";
+constexpr std::string_view k_ckpt =
+    "torchtune@1814feb17 torchtune/training/memory.py set_activation_checkpointing (one checkpoint per "
+    "TransformerSelfAttentionLayer); torch/utils/checkpoint.py";
+constexpr std::string_view k_output =
+    "torchtune@1814feb17 torchtune/modules/transformer.py TiedEmbeddingTransformerDecoder.forward, "
+    "chunked_output";
+constexpr std::string_view k_step =
+    "torchtune@1814feb17 recipes/full_finetune_single_device.py _loss_step (del logits after the loss)";
+constexpr std::string_view k_chunked =
+    "torchtune@1814feb17 torchtune/modules/loss/ce_chunked_output_loss.py CEWithChunkedOutputLoss "
+    "(compute_cross_entropy: F.cross_entropy of logits.float() per chunk)";
+
+struct Tune {
+  Dims x;
+  DType cd;       // bf16
+  bool compiled;  // each decoder layer under torch.compile
+};
+
+// RMSNorm: the fp32 copy of the input (kept by pow and the rsqrt multiply),
+// the fp32 rsqrt per row, the normalised input cast back to bf16 (kept by
+// the scale multiply) and the output the projections keep. Compiled, the
+// norm is one kernel whose backward recomputes from its input and rstd.
+void norm(Inventory& inv, std::string_view id, std::string_view what, const Tune& c, bool compiled) {
+  const std::uint64_t n = checked_mul(c.x.T, c.x.h);
+  if (!compiled) {
+    inv.add(cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"), n,
+            DType::fp32, "b·s·h", k_norm);
+    inv.add(cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by mul"), c.x.T, DType::fp32, "b·s", k_norm);
+    inv.add(cat(id, ".normalized"), cat(what, ": normalised input in bf16, kept by the scale multiply"), n,
+            c.cd, "b·s·h", k_norm);
+  }
+  inv.add(cat(id, ".output"), cat(what, ": output, kept by the projections it feeds"), n, c.cd, "b·s·h",
+          k_norm);
+}
+
+// Attention. RoPE multiplies the fp32 input by rows of its fp32 cos/sin
+// cache, which needs no gradient: mul keeps only the cache side, a view of
+// the buffer when positions run 0…s−1, a gathered copy (b·s·d fp32, for q and
+// for k) when packed data passes input_pos. Then SDPA (flex attention under
+// packing) keeps q and k, v expanded to all a heads, its output and the
+// log-sum-exp; output_proj keeps the output.
+void attention(Inventory& inv, const Tune& c, bool packed) {
+  const Dims& x = c.x;
+  const std::uint64_t q = checked_product(x.T, x.a, x.d);
+  if (packed && !c.compiled) {
+    inv.add("attn.rope_cache_q", "cos/sin rows gathered at input_pos for q, kept by mul",
+            checked_mul(x.T, x.d), DType::fp32, "b·s·d", k_rope);
+    inv.add("attn.rope_cache_k", "cos/sin rows gathered at input_pos for k, kept by mul",
+            checked_mul(x.T, x.d), DType::fp32, "b·s·d", k_rope);
+  }
+  inv.add("attn.q", "query after RoPE, kept by attention", q, c.cd, "b·s·a·d", k_attn);
+  inv.add("attn.k", "key expanded to a heads, kept by attention", q, c.cd, "b·s·a·d", k_attn);
+  inv.add("attn.v", "value expanded to a heads, kept by attention", q, c.cd, "b·s·a·d", k_attn);
+  inv.add("attn.out", "attention output, kept by attention and output_proj", q, c.cd, "b·s·a·d", k_attn);
+  inv.add("attn.logsumexp", "log-sum-exp per head and query, kept by attention",
+          checked_product(x.b, x.a, x.s), DType::fp32, "b·a·s", k_attn);
+}
+
+// FeedForward w2(silu(w1 x) · w3 x); compiled, silu and the product fuse
+// and silu is recomputed from w1's output.
+void feed_forward(Inventory& inv, const Tune& c) {
+  const std::uint64_t n = checked_mul(c.x.T, c.x.I);
+  inv.add("mlp.w1_out", "w1 output, kept by silu", n, c.cd, "b·s·I", k_mlp);
+  if (!c.compiled) inv.add("mlp.act", "silu(w1 x), kept by the product", n, c.cd, "b·s·I", k_mlp);
+  inv.add("mlp.w3_out", "w3 output, kept by the product", n, c.cd, "b·s·I", k_mlp);
+  inv.add("mlp.product", "silu(w1 x)·w3 x, kept by w2", n, c.cd, "b·s·I", k_mlp);
+}
+
+// The standard loss: the model returns output(h).float(), fp32 logits the
+// recipe holds until `del logits`; cross_entropy's log_softmax keeps its
+// fp32 output. The recipe drops compile_loss's return value, so this loss
+// stays eager even with --compile yes.
+void standard_loss(ActivationProfile& p, const Tune& c) {
+  const std::uint64_t logits = checked_mul(c.x.T, c.x.V);
+  const std::string src = cat(k_output, "; ", k_step, "; derivatives.yaml _log_softmax, nll_loss");
+  p.head.add("loss.log_probs", "fp32 log-softmax of the logits, kept by log_softmax", logits, DType::fp32,
+             "b·s·V", src);
+  p.head.add("loss.labels", "labels, kept by nll_loss", c.x.T, DType::int64, "b·s", src);
+  p.loss_forward.add("loss.logits_fp32", "the model's fp32 logits (output(h).float()) while the loss runs",
+                     logits, DType::fp32, "b·s·V", src);
+  p.loss_backward.add("loss.grad_log_probs", "gradient of the log-probs (nll_loss backward)", logits,
+                      DType::fp32, "b·s·V", src);
+  p.loss_backward.add("loss.grad_logits_fp32", "gradient of the fp32 logits (log_softmax backward)", logits,
+                      DType::fp32, "b·s·V", src);
+}
+
+// CEWithChunkedOutputLoss: the model returns N bf16 chunks of the logits
+// (all of them at once); each chunk is upcast and cross-entropied alone.
+// Eager, every chunk's fp32 log-softmax is kept, and the bf16 chunks live
+// while the loss runs; backward starts on one chunk's two fp32 gradients.
+// With --compile yes, compute_cross_entropy is compiled: it keeps the bf16
+// chunk it reads and one fp32 log-sum-exp per row, and its backward writes
+// one chunk's bf16 gradient.
+void chunked_loss(ActivationProfile& p, const Tune& c, const Workload& w) {
+  const std::uint64_t logits = checked_mul(c.x.T, c.x.V);
+  const std::uint64_t chunk = ceil_div(c.x.s, w.loss.chunks) * c.x.b * c.x.V;
+  const std::string src = cat(k_output, "; ", k_chunked, "; ", k_step);
+  p.head.add("loss.labels", "labels, kept by nll_loss", c.x.T, DType::int64, "b·s", src);
+  if (w.compile == Compile::model_and_loss) {
+    const std::string compiled = cat(src,
+                                     "; torchtune training/_compile.py compile_loss (inductor fuses the "
+                                     "upcast, log_softmax and nll_loss)");
+    p.head.add("loss.logits", "bf16 logit chunks, kept by the compiled loss", logits, c.cd, "b·s·V",
+               compiled);
+    p.head.add("loss.logsumexp", "fp32 log-sum-exp per position, kept by the compiled loss", c.x.T,
+               DType::fp32, "b·s", compiled);
+    p.loss_backward.add("loss.grad_chunk", "one chunk's bf16 logit gradient", chunk, c.cd, "b·⌈s/N⌉·V",
+                        compiled);
+    return;
+  }
+  p.head.add("loss.log_probs", "fp32 log-softmax of every chunk, kept by log_softmax", logits, DType::fp32,
+             "b·s·V", src);
+  p.loss_forward.add("loss.logits", "bf16 logit chunks (the model output) while the loss runs", logits, c.cd,
+                     "b·s·V", src);
+  p.loss_forward.add("loss.chunk_fp32", "one chunk's fp32 upcast", chunk, DType::fp32, "b·⌈s/N⌉·V", src);
+  p.loss_backward.add("loss.grad_chunk_fp32", "one chunk's fp32 gradients (nll_loss, log_softmax backward)",
+                      checked_mul(2, chunk), DType::fp32, "2·b·⌈s/N⌉·V", src);
+}
+
+}  // namespace
+
+ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detail d) {
+  const Tune c{dims_of(m, w.batch, w.seq), dtypes_of(w).compute, w.compile != Compile::none};
+  const Dims& x = c.x;
+  // The recipe's packed collate (data/_collate.py padded_collate_packed)
+  // passes input_pos; the plans model packed batches (seq = the pack).
+  constexpr bool packed = true;
+  ActivationProfile p(d);
+  norm(p.layer, "sa_norm", "attention norm", c, c.compiled);
+  attention(p.layer, c, packed);
+  norm(p.layer, "mlp_norm", "MLP norm", c, c.compiled);
+  feed_forward(p.layer, c);
+  p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h),
+                     c.cd, "b·s·h", k_ckpt);
+  p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
+              "b·s", "derivatives.yaml embedding (indices)");
+  p.model.add("rope.cache", "RoPE cos/sin cache, an fp32 buffer [max_seq_len, d/2, 2] shared by all layers",
+              checked_mul(m.max_position_embeddings, x.d), DType::fp32, "max_seq_len·d",
+              "torchtune@1814feb17 torchtune/models/llama3_1/_position_embeddings.py "
+              "Llama3ScaledRoPE.build_rope_cache; _component_builders.py llama3_1 (one rope for all layers)");
+  // The final norm and the output projection are not compiled
+  // (training/_compile.py compile_model compiles the decoder layers only).
+  norm(p.head, "norm", "final norm", c, false);
+  if (w.loss.kind == LossImpl::chunked) {
+    chunked_loss(p, c, w);
+  } else {
+    standard_loss(p, c);
+  }
+  p.layer_backward.add("layer_backward.mlp_grads", "MLP intermediate gradients (product, act, w3 output)",
+                       checked_product(3, x.T, x.I), c.cd, "3·b·s·I",
+                       "derivation from derivatives.yaml mm and mul backward");
+  if (d == Detail::tree) {
+    p.assumptions.emplace_back(
+        "activations",
+        fmt::format("torchtune profile (its Llama, packed batches under flex attention, pure {}, "
+                    "no dropout{})",
+                    name_of(c.cd),
+                    w.compile == Compile::model_and_loss ? ", each layer and the loss compiled"
+                    : c.compiled                         ? ", each layer compiled"
+                                                         : ""));
+  }
+  return p;
+}
+
+}  // namespace vramcalc::core
