@@ -133,8 +133,23 @@ void chunked_loss(ActivationProfile& p, const Tune& c, const Workload& w) {
                compiled);
     p.head.add("loss.logsumexp", "fp32 log-sum-exp per position, kept by the compiled loss", c.x.T,
                DType::fp32, "b·s", compiled);
-    p.loss_backward.add("loss.grad_chunk", "one chunk's bf16 logit gradient", chunk, c.cd, "b·⌈s/N⌉·V",
-                        compiled);
+    // Autograd runs the N loss backwards before the projections' (its ready
+    // queue takes the highest sequence number first, and the projections
+    // ran before the loss), so the chunks' gradients all coexist once the
+    // saved chunks are freed; each projection's backward then adds its
+    // weight gradient into the one autograd accumulates for the (tied)
+    // output weight: the running sum and the new one (analysis).
+    const std::string order = cat(compiled,
+                                  "; torch/csrc/autograd/engine.cpp ReadyQueue (sequence_nr order), "
+                                  "input_buffer.cpp InputBuffer::add (analysis)");
+    p.loss_backward.add("loss.grad_chunks",
+                        "every chunk's bf16 logit gradient, before the projections' backward", logits, c.cd,
+                        "b·s·V", order);
+    p.loss_backward.add(
+        "loss.grad_output_weight",
+        "the output weight's gradient summed over the chunks: the running sum and one chunk's",
+        checked_product(2, c.x.V, c.x.h), c.cd, "2·V·h", order);
+    p.loss_backward_freed = bytes_for(logits, c.cd);
     return;
   }
   p.head.add("loss.log_probs", "fp32 log-softmax of every chunk, kept by log_softmax", logits, DType::fp32,
