@@ -158,6 +158,22 @@ void weights_state(Builder& out, const RankTensors& r, const Workload& w) {
   });
 }
 
+// --optimizer-in-backward: a post-accumulate-grad hook steps each parameter
+// and sets its .grad to None (torchtune@1814feb17 training/memory.py
+// register_optim_in_bwd_hooks), so at most the largest gradient lives (a
+// tied embedding's waits in autograd for both of its uses).
+Branch largest_gradient(std::span<const ParamTensor> trained, const Workload& w, Detail d) {
+  std::uint64_t largest = 0;
+  for (const ParamTensor& p : trained) largest = std::max(largest, p.elements());
+  Branch b(d);
+  b.leaf(bytes_for(largest, gradient_dtype(w)), 1, [] {
+    return LeafText{"largest_gradient", "the largest parameter's gradient, stepped and freed in backward",
+                    "max over parameters of its elements × gradient bytes",
+                    "torchtune training/memory.py register_optim_in_bwd_hooks"};
+  });
+  return b;
+}
+
 // Gradients, master weights and optimizer states; returns the gradient
 // bytes live through the whole step (DDP's buckets, offload's IPG bucket).
 std::uint64_t training_states(Builder& out, const RankTensors& r, const Workload& w) {
@@ -175,8 +191,15 @@ std::uint64_t training_states(Builder& out, const RankTensors& r, const Workload
                       "torch/nn/parallel/distributed.py (gradient_as_bucket_view=False)"};
     });
   }
+  if (w.optimizer_in_backward) grads = largest_gradient(r.trained, w, d);
   out.set(Component::gradients, std::move(grads));
   out.assume(Component::gradients, [&] {
+    if (w.optimizer_in_backward) {
+      return fmt::format(
+          "the largest parameter's {} gradient: the optimizer steps each parameter inside "
+          "backward and frees its gradient",
+          name_of(gradient_dtype(w)));
+    }
     return fmt::format("one {} gradient per {}{}{}; {}", name_of(gradient_dtype(w)),
                        w.lora.kind != Adapter::none ? "adapter parameter" : "parameter",
                        shard_text(sf.gradients, "ZeRO-2 shard"),

@@ -391,18 +391,14 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   // the existing .grad, so from the second micro-batch on the gradients are
   // live through forward too (torch.autograd accumulates into .grad;
   // transformers Trainer calls zero_grad only after the optimizer step).
-  // torchtune's optimizer_in_bwd: a post-accumulate-grad hook steps each
-  // parameter and sets its .grad to None (training/memory.py
-  // register_optim_in_bwd_hooks @1814feb17); the largest gradient bounds
-  // what lives (a tied embedding's, waiting for both of its uses).
-  std::uint64_t largest = 0;
-  for (const ParamTensor& p : t.tensors) largest = std::max(largest, p.elements());
+  // --optimizer-in-backward: the gradient component is the largest
+  // parameter's, live once backward has made any (states_budget.cpp).
   const StepGradients g{c[idx(Component::gradients)] - ddp_buckets,
                         ddp_buckets,
                         t.params.total,
                         framework_module(w.framework).persistent_grads || w.grad_accum > 1,
                         w.optimizer_in_backward,
-                        bytes_for(largest, gradient_dtype(w))};
+                        c[idx(Component::gradients)]};
   base[idx(Component::gradients)] = checked_add(ddp_buckets, g.persist ? g.grads : 0);
   forward_moments(out, t, base, c, zero3_fwd);
 

@@ -54,6 +54,7 @@ TEST_CASE("torchtune: the optimizer in backward keeps one gradient at a time", "
       {{"checkpoint", "full"}, {"compile", "yes"}, {"loss", "chunked"}, {"optimizer_in_backward", "yes"}});
   // The largest parameter is the tied embedding, 128256 × 3072 in bf16.
   const std::uint64_t largest = 128256ull * 3072 * 2;
+  CHECK(component(fused, Component::gradients) == largest);
   for (const Phase& p : fused.phases) {
     INFO(p.name << " " << p.when);
     const std::uint64_t g = p.live[static_cast<std::size_t>(Component::gradients)];
@@ -85,6 +86,7 @@ TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
   refused("tp", "2", "one GPU");
   refused("dp", "2", "one GPU");
   refused("checkpoint", "selective-op", "every decoder layer");
+  refused("attention", "eager", "flex attention");
   refused("offload", "activations", "enable_activation_checkpointing");
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"},
                                       {"framework", "torchtune"},

@@ -73,6 +73,10 @@ std::string torchtune_unmodelled(const ModelSpec& m, const Workload& w) {
     return "torchtune's recipe trains in bf16 only (training.get_dtype rejects fp16; fp32 is not modelled "
            "here): use --dtype bf16 --precision pure";
   }
+  if (w.attention != AttentionImpl::flash) {
+    return "torchtune's attention is SDPA or flex attention (a fused kernel keeping its log-sum-exp): "
+           "--attention eager is not part of it";
+  }
   if (w.checkpoint.kind != CheckpointKind::none && w.checkpoint.kind != CheckpointKind::full) {
     return "torchtune's single-device recipe checkpoints every decoder layer or none: use --checkpoint full "
            "or none";
