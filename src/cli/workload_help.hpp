@@ -173,8 +173,8 @@ inline constexpr FlagHelp k_flag_help[] = {
      "no)"},
     {"loss",
      "standard (full logits, upcast to fp32: transformers) | chunked[:N] (torchtune LinearCrossEntropyLoss, "
-     "N "
-     "chunks of positions, default 8) (default standard)"},
+     "N chunks of positions, default 8; under --framework torchtune its CEWithChunkedOutputLoss: the model "
+     "returns N bf16 logit chunks) (default standard)"},
     {"quant",
      "serving: how the checkpoint stores its weights: bnb-int8 | bnb-nf4[-dq] | bnb-fp4[-dq] | "
      "gptq:BITS:GROUP | awq:4:GROUP | fp8 | fp8-block | nvfp4 | mxfp4 | gguf:TYPE (Q8_0, Q6_K, Q5_K_M, "
