@@ -135,6 +135,8 @@ std::string_view section_of(Component c, const Workload& w) {
     case Component::activations:
       return framework_module(w.framework).activation_section;
     case Component::logits:
+      if (!framework_module(w.framework).loss_section.empty())
+        return framework_module(w.framework).loss_section;
       return w.loss.kind == LossImpl::chunked ? "Chunked loss — --loss chunked[:N] (hf)" : "Logits";
     case Component::kv_cache:
       return "KV cache — hf_cache_leaves";

@@ -87,6 +87,9 @@ struct FrameworkModule {
   std::string_view loss_text;
   /// The docs/formulas.md section of its activation profile.
   std::string_view activation_section;
+  /// The docs/formulas.md section of its output layer and loss; empty: the
+  /// shared Logits and Chunked loss sections.
+  std::string_view loss_section = {};
 };
 
 /// The module of a workload's framework.

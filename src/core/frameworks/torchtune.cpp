@@ -112,6 +112,7 @@ extern const FrameworkModule k_torchtune_framework{
     .gradients_text = "bf16 .grad from backward to the step, set to None by zero_grad",
     .loss_text = "fp32",
     .activation_section = "torchtune — --framework torchtune",
+    .loss_section = "torchtune — --framework torchtune",
 };
 
 }  // namespace vramcalc::core
