@@ -124,6 +124,28 @@ std::vector<Settings> grid() {
           {{"mode", "train"}, {"loss", loss}, {"precision", "pure"}, {"batch", batch}, {"seq", seq}});
     }
   }
+  // torchtune: checkpointing, compile, both losses, the optimizer in
+  // backward and activation offload (non-Llama presets are refused).
+  std::size_t t = 0;
+  for (const char* checkpoint : {"none", "full"}) {
+    for (const char* compile : {"no", "model", "yes"}) {
+      for (const char* loss : {"standard", "chunked"}) {
+        for (const char* in_backward : {"no", "yes"}) {
+          const auto& [batch, seq] = k_sizes[t++ % k_sizes.size()];
+          Settings s = {{"mode", "train"},
+                        {"framework", "torchtune"},
+                        {"checkpoint", checkpoint},
+                        {"compile", compile},
+                        {"loss", loss},
+                        {"optimizer_in_backward", in_backward},
+                        {"batch", batch},
+                        {"seq", seq}};
+          if (std::string(checkpoint) == "full" && t % 2 == 0) s.emplace_back("offload", "activations");
+          out.push_back(std::move(s));
+        }
+      }
+    }
+  }
   // vLLM's pool on several GPUs, samplers, cache types and prefixes.
   for (const char* gpu : {"h100-80gb", "l40s", "t4"}) {
     for (const char* sampler : {"native", "flashinfer"}) {
