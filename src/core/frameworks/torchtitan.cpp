@@ -64,9 +64,15 @@ std::string torchtitan_unmodelled(const ModelSpec& m, const Workload& w) {
     return fmt::format("torchtitan's profile models its Llama modules (model_type llama); {} is {}", m.name,
                        name_of(m.type));
   }
-  if (w.zero != 3 || zero_ranks(w) < 2) {
-    return "torchtitan shards with FSDP2 (--fsdp full) over its data-parallel ranks: give --dp 2 or more; "
-           "with one rank it trains without FSDP2, which is not modelled yet";
+  if (w.zero != 3) {
+    return fmt::format(
+        "torchtitan's FSDP2 shards parameters, gradients and optimizer states (--fsdp full, "
+        "ZeRO-3); ZeRO stage {} is not how it trains",
+        w.zero);
+  }
+  if (zero_ranks(w) < 2) {
+    return "torchtitan shards with FSDP2 over its data-parallel ranks: give --dp 2 or more; with one rank "
+           "it trains without FSDP2, which is not modelled yet";
   }
   return {};
 }

@@ -138,7 +138,11 @@ void add_worst(Inventory& inv, const Dims& x, std::string_view phase, Moment&& m
   }
   const std::array<std::pair<std::uint64_t, DType>, 3> parts = {
       {{worst.fp8, DType::fp8}, {worst.bf16, DType::bf16}, {worst.fp32, DType::fp32}}};
-  for (const auto& [elements, dtype] : parts) {
+  for (const auto& part : parts) {
+    // Named copies, not structured bindings: lambdas may not capture those
+    // before C++20 compilers' P1091 support (clang 16).
+    const std::uint64_t elements = part.first;
+    const DType dtype = part.second;
     if (elements == 0) continue;
     inv.add(elements, dtype, [&] {
       return EntryText{fmt::format("float8.{}_{}", phase, name_of(dtype)),
