@@ -9,6 +9,7 @@
 
 #include "vramcalc/error.hpp"
 #include "vramcalc/estimate.hpp"
+#include "vramcalc/formulas.hpp"
 #include "vramcalc/io.hpp"
 
 namespace vramcalc::test {
@@ -75,6 +76,12 @@ inline void check_rejects(const ModelSpec& m,
 
 inline std::uint64_t component(const Budget& b, Component c) {
   return b.components[static_cast<std::size_t>(c)];
+}
+
+/// The cuBLAS workspaces a run holds inside its allocated memory at every
+/// moment after load (docs/formulas.md, "Runtime overhead").
+inline std::uint64_t cublas_workspaces(const Workload& w) {
+  return w.cublas_workspace * cublas_workspace_count(w.mode);
 }
 
 }  // namespace vramcalc::test

@@ -332,6 +332,12 @@ struct MegatronArgs {
 /// = 8,519,680 bytes. An unknown GPU ("") gets the larger size.
 [[nodiscard]] std::uint64_t cublas_workspace_bytes(std::string_view arch);
 
+/// How many cuBLAS workspaces a process holds: one per (handle, stream)
+/// that ran a matmul (CublasHandlePool.cpp getCurrentCUDABlasHandle), with
+/// handles per thread. Training: the forward's thread and autograd's
+/// device thread on the compute stream, 2; serving: 1.
+[[nodiscard]] std::uint64_t cublas_workspace_count(Mode mode);
+
 /// vLLM's default non-torch memory increase (--non-torch-memory): see
 /// overhead.cpp for the logs it is read from.
 [[nodiscard]] std::uint64_t vllm_default_non_torch();

@@ -39,7 +39,14 @@ namespace core {
 
 namespace {
 
-// The runtime overhead's leaves.
+// Whether PyTorch's caching allocator serves the run (training, and the
+// engines built on PyTorch), so that the cuBLAS workspaces are its blocks.
+bool pytorch_allocator(const Workload& w) {
+  return w.mode == Mode::train || engine_module(w.engine).caching_allocator;
+}
+
+// The runtime overhead's leaves: what the process holds outside PyTorch's
+// caching allocator.
 Branch overhead_branch(const Workload& w, Detail detail) {
   Branch out(detail);
   if (w.cublas_workspace == 0) {
@@ -51,19 +58,42 @@ Branch overhead_branch(const Workload& w, Detail detail) {
       return LeafText{"cuda_context", "CUDA context and kernels (lazy module loading)", "426 MiB measured",
                       "unsloth-zoo PR #1053 (torch 2.10); docs/formulas.md"};
     });
-    const std::uint64_t handles = w.mode == Mode::train ? 2 : 1;
-    out.leaf(w.cublas_workspace, handles, [&] {
-      return LeafText{
-          "cublas_workspaces",
-          w.mode == Mode::train ? "cuBLAS workspaces (forward thread and autograd thread)"
-                                : "cuBLAS workspace",
-          fmt::format("{} B per handle and stream (cublas_workspace_bytes, by compute capability)",
-                      w.cublas_workspace),
-          "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
-    });
+    // An engine outside PyTorch: the cuBLAS workspace the library
+    // allocates for itself (cudaMalloc), not an allocator block.
+    if (!pytorch_allocator(w)) {
+      out.leaf(w.cublas_workspace, 1, [&] {
+        return LeafText{
+            "cublas_workspace", "cuBLAS workspace",
+            fmt::format("{} B (cublas_workspace_bytes, by compute capability)", w.cublas_workspace),
+            "cuBLAS default workspace; pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+      });
+    }
   }
   if (w.mode == Mode::infer) engine_module(w.engine).add_overhead(out, w);
   return out;
+}
+
+// The cuBLAS workspaces, caching-allocator blocks that the first matmul
+// allocates and the process keeps (aten/src/ATen/cuda/CublasHandlePool.cpp
+// getNewWorkspace, through CUDACachingAllocator): live at every moment
+// after the model is loaded, so they count in peak allocated.
+void add_workspaces(Moments& moments, const Workload& w) {
+  if (w.cublas_workspace == 0 || !pytorch_allocator(w)) return;
+  const std::uint64_t n = cublas_workspace_count(w.mode);
+  for (Moment& mo : moments) {
+    if (mo.when == "load") continue;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      mo.transient.add(w.cublas_workspace, DType::uint8, [&] {
+        return EntryText{
+            "cublas_workspace",
+            n == 1 ? std::string("cuBLAS workspace (kept for the process's life)")
+                   : fmt::format("cuBLAS workspace, {} thread (kept for the process's life)",
+                                 i == 0 ? "forward" : "autograd"),
+            fmt::format("{} B per handle and stream (cublas_workspace_bytes)", w.cublas_workspace),
+            "pytorch aten/src/ATen/cuda/CublasHandlePool.cpp"};
+      });
+    }
+  }
 }
 
 // Tree mode: the phase of a moment, named by the words before its comma.
@@ -148,7 +178,7 @@ Totals peaks(Builder& out, const Moments& moments, const Workload& w) {
   // from the tree's leaves, the totals path from the same leaves' tallies.
   // An engine may allocate each buffer whole outside PyTorch's caching
   // allocator (llama.cpp's ggml backend buffers): no rounding.
-  const bool caching_allocator = w.mode == Mode::train || engine_module(w.engine).caching_allocator;
+  const bool caching_allocator = pytorch_allocator(w);
   ComponentBytes rounding{};
   for (std::size_t i = 0; i < k_component_count; ++i) {
     if (!caching_allocator || i == idx(Component::runtime_overhead) || r.components[i] == 0) continue;
@@ -200,12 +230,13 @@ Totals assemble(Builder& out, const ModelSpec& model, const Workload& given) {
   const std::uint64_t persistent_grads = model_states(out, {model, m, tensors, pc, trained, trained_pc}, w);
   out.set(Component::runtime_overhead, overhead_branch(w, out.detail));
   out.assume(Component::runtime_overhead, [&] {
-    return w.cublas_workspace == 0
-               ? "as given with --overhead"
-               : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspaces";
+    if (w.cublas_workspace == 0) return "as given with --overhead";
+    return pytorch_allocator(w) ? "CUDA context (426 MiB measured, lazy module loading)"
+                                : "CUDA context (426 MiB measured, lazy module loading) and cuBLAS workspace";
   });
-  const Moments moments = w.mode == Mode::train ? training(out, m, w, trained, trained_pc, persistent_grads)
-                                                : inference(out, m, w, model.vocab_size);
+  Moments moments = w.mode == Mode::train ? training(out, m, w, trained, trained_pc, persistent_grads)
+                                          : inference(out, m, w, model.vocab_size);
+  add_workspaces(moments, w);
   return peaks(out, moments, w);
 }
 

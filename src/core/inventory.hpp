@@ -302,6 +302,8 @@ class FixedList {
   void push_back(const T& v) { emplace_back() = v; }
   [[nodiscard]] const T* begin() const { return items_.data(); }
   [[nodiscard]] const T* end() const { return items_.data() + size_; }
+  [[nodiscard]] T* begin() { return items_.data(); }
+  [[nodiscard]] T* end() { return items_.data() + size_; }
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] const T& operator[](std::size_t i) const { return items_[i]; }
 

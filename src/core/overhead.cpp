@@ -24,6 +24,12 @@ std::uint64_t cublas_workspace_bytes(std::string_view arch) {
   return 4096 * 1024 * 2 + 16 * 1024 * 8;
 }
 
+// FSDP2's all-gather and reduce-scatter streams and NCCL's run no matmul,
+// so they get none (torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py).
+std::uint64_t cublas_workspace_count(Mode mode) {
+  return mode == Mode::train ? 2 : 1;
+}
+
 // vLLM charges memory outside PyTorch that grows between its start-up
 // snapshot and the end of profiling (vllm utils/mem_utils.py
 // memory_profiling, non_torch_increase; the same accounting in V1 since

@@ -207,6 +207,7 @@ ReplayResult replay_steps(const StepReplay& s, std::uint64_t steps) {
   StepState st;
   st.layer_grads = std::span(grads).first(s.layers);
   std::fill(st.layer_grads.begin(), st.layer_grads.end(), k_max_groups);
+  for (std::uint64_t i = 0; i < s.workspaces; ++i) replay.hold_one(s.workspace);
   if (s.persistent_grads) {
     for (std::size_t& g : st.layer_grads) g = replay.hold(s.layer_grad_tensors);
     st.other_grads = replay.hold(s.other_grad_tensors);
@@ -298,6 +299,8 @@ ReplayResult replay_training(const ModelSpec& m, const Workload& w, const Activa
   s.layer_state_tensors = {lists.layer_states.begin(), lists.layer_states.size()};
   s.other_state_tensors = {lists.other_states.begin(), lists.other_states.size()};
   s.step_temporaries = &temps;
+  s.workspace = w.cublas_workspace;
+  s.workspaces = w.cublas_workspace == 0 ? 0 : cublas_workspace_count(w.mode);
   s.persistent_grads = framework_module(w.framework).persistent_grads || w.grad_accum > 1;
   s.mode = w.allocator;
   return replay_steps(s, 3);

@@ -37,6 +37,9 @@ struct StepReplay {
   std::span<const std::uint64_t> layer_state_tensors;
   std::span<const std::uint64_t> other_state_tensors;
   const Inventory* step_temporaries = nullptr;
+  /// The cuBLAS workspaces, held from the first matmul for the run.
+  std::uint64_t workspace = 0;
+  std::uint64_t workspaces = 0;
   bool persistent_grads = false;
   AllocatorMode mode = AllocatorMode::native;
 };

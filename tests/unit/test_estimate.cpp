@@ -55,21 +55,25 @@ TEST_CASE("phases of a tiny training step, worked by hand", "[estimate][phases]"
   // Tiny Llama (P = 1160), pure bf16, AdamW (fused: no step temporaries),
   // b = 2, s = 3 (T = 6), SDPA flash, no checkpointing.
   const ModelSpec m = test::model(test::k_tiny_llama);
-  const Budget b = estimate(
-      m, test::workload(m, {{"mode", "train"}, {"precision", "pure"}, {"batch", "2"}, {"seq", "3"}}));
+  const Workload w =
+      test::workload(m, {{"mode", "train"}, {"precision", "pure"}, {"batch", "2"}, {"seq", "3"}});
+  const Budget b = estimate(m, w);
+  // Every moment holds the two cuBLAS workspaces (32 MiB each: no GPU given).
+  const std::uint64_t ws = test::cublas_workspaces(w);
+  CHECK(ws == 2 * 32 * 1048576);
   // Persistent: weights 2·1160 = 2320, bf16 Adam states 4·1160 = 4640.
   // Activations: embedding-level 96 + 2 layers × 1728 = 3552; logits 696
   // (see test_activations.cpp).
-  CHECK(phase(b, "forward, at the loss").total == 2320 + 4640 + 3552 + 696 + 360);
-  CHECK(phase(b, "backward, at the loss").total == 2320 + 4640 + 3552 + 696 + 480);
+  CHECK(phase(b, "forward, at the loss").total == ws + 2320 + 4640 + 3552 + 696 + 360);
+  CHECK(phase(b, "backward, at the loss").total == ws + 2320 + 4640 + 3552 + 696 + 480);
   // Layer 1's backward: the output layer's and layer 1's gradients exist
   // ((80 + 8 + 496) · 2 B = 1168), the logits are freed, the MLP gradient
   // working set is 432.
-  CHECK(phase(b, "backward, layer 1").total == 2320 + 4640 + 3552 + 1168 + 432);
+  CHECK(phase(b, "backward, layer 1").total == ws + 2320 + 4640 + 3552 + 1168 + 432);
   // End of backward: every gradient (2320) and the embedding-level tensors (96).
-  CHECK(phase(b, "backward, end").total == 2320 + 4640 + 96 + 2320);
-  CHECK(phase(b, "optimizer step").total == 2320 + 4640 + 2320);
-  CHECK(b.peak_allocated == 12112);
+  CHECK(phase(b, "backward, end").total == ws + 2320 + 4640 + 96 + 2320);
+  CHECK(phase(b, "optimizer step").total == ws + 2320 + 4640 + 2320);
+  CHECK(b.peak_allocated == ws + 12112);
   CHECK(b.phases[b.peak_phase].when == "backward, layer 1");
 }
 
@@ -101,14 +105,30 @@ TEST_CASE("the fit verdict: headroom is capacity minus peak device bytes", "[est
 TEST_CASE("runtime overhead: CUDA context plus cuBLAS workspaces, or as given", "[estimate]") {
   const ModelSpec m = test::model(test::k_tiny_llama);
   constexpr std::uint64_t mib = 1ULL << 20;
-  // Hopper: 32 MiB per workspace; training has two (forward and autograd threads).
-  CHECK(test::component(estimate(m, test::request(m, {{"mode", "train"}, {"gpu", "h100-80gb"}}).workload),
-                        Component::runtime_overhead) == 426 * mib + 2 * 32 * mib);
+  auto workspaces = [](const Budget& b) {
+    std::uint64_t sum = 0;
+    for (const Node& n : b.breakdown[static_cast<std::size_t>(Component::transient)].children) {
+      if (n.id == "cublas_workspace") sum += n.bytes;
+    }
+    return sum;
+  };
+  // Hopper: 32 MiB per workspace; training has two (forward and autograd
+  // threads), caching-allocator blocks inside peak allocated at every
+  // moment after load; the CUDA context stays outside.
+  const Budget train = estimate(m, test::request(m, {{"mode", "train"}, {"gpu", "h100-80gb"}}).workload);
+  CHECK(test::component(train, Component::runtime_overhead) == 426 * mib);
+  CHECK(workspaces(train) == 2 * 32 * mib);
+  for (const Phase& p : train.phases) {
+    CHECK(p.live[static_cast<std::size_t>(Component::transient)] >= 2 * 32 * mib);
+  }
   // Other GPUs: cuBLAS's default 4096 KiB × 2 + 16 KiB × 8; serving has one.
-  CHECK(test::component(estimate(m, test::request(m, {{"gpu", "a100-80gb"}}).workload),
-                        Component::runtime_overhead) == 426 * mib + 8519680);
-  CHECK(test::component(estimate(m, test::workload(m, {{"overhead", "1GiB"}})),
-                        Component::runtime_overhead) == 1024 * mib);
+  const Budget serve = estimate(m, test::request(m, {{"gpu", "a100-80gb"}}).workload);
+  CHECK(test::component(serve, Component::runtime_overhead) == 426 * mib);
+  CHECK(workspaces(serve) == 8519680);
+  // --overhead replaces both.
+  const Budget given = estimate(m, test::workload(m, {{"overhead", "1GiB"}}));
+  CHECK(test::component(given, Component::runtime_overhead) == 1024 * mib);
+  CHECK(workspaces(given) == 0);
 }
 
 TEST_CASE("gradient accumulation keeps the gradients live through the next forward", "[estimate][phases]") {

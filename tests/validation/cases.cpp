@@ -297,9 +297,9 @@ Evaluation evaluate_cpu_cases() {
 // A vLLM start-up log: the KV blocks within the 2%, and the terms
 // the log prints: weights within their printed rounding, the profiled
 // activation peak (vLLM's torch peak increase, which includes the cuBLAS
-// workspace) within 5%, and the concurrency where it is printed.
-void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& expect, const Budget& b,
-                          const Workload& w) {
+// workspace, as the transient component does) within 5%, and the
+// concurrency where it is printed.
+void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& expect, const Budget& b) {
   auto add = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted, double tolerance,
                  std::uint64_t rounding) {
     Comparison x;
@@ -326,7 +326,7 @@ void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& ex
       expect.value("weights_rounding_bytes", std::uint64_t{0}));
   if (expect.contains("activation_peak_bytes")) {
     add("vLLM profiled peak (published)", expect["activation_peak_bytes"].get<std::uint64_t>(),
-        b.components[static_cast<std::size_t>(Component::transient)] + w.cublas_workspace, 0.05, 0);
+        b.components[static_cast<std::size_t>(Component::transient)], 0.05, 0);
   }
 }
 
@@ -363,7 +363,7 @@ Evaluation evaluate_published_cases() {
     const Budget b = estimate(r.model, r.workload);
     const std::string quantity = v["quantity"].get<std::string>();
     if (quantity == "vllm") {
-      add_vllm_comparisons(out, id, v["expect"], b, r.workload);
+      add_vllm_comparisons(out, id, v["expect"], b);
       continue;
     }
     Comparison x;
@@ -391,16 +391,14 @@ Evaluation evaluate_published_cases() {
         if (q.bits == 4) x.accelerate = params / 2;
       }
     } else if (quantity == "peak_allocated") {
-      // torch.cuda.memory_stats()["allocated_bytes.all.peak"]: the tensors'
-      // peak and the cuBLAS workspaces of the forward and the backward
-      // (autograd's) threads, which PyTorch takes from its allocator.
+      // torch.cuda.memory_stats()["allocated_bytes.all.peak"], the cuBLAS
+      // workspaces among the tensors.
       x.kind = "peak allocated (published)";
-      x.predicted = b.peak_allocated + 2 * r.workload.cublas_workspace;
+      x.predicted = b.peak_allocated;
     } else if (quantity == "peak_reserved") {
-      // torch.cuda.memory_stats()["reserved_bytes.all.peak"]: the segments
-      // the caching allocator holds, the cuBLAS workspaces' among them.
+      // torch.cuda.memory_stats()["reserved_bytes.all.peak"].
       x.kind = "peak reserved (published)";
-      x.predicted = b.peak_reserved + 2 * r.workload.cublas_workspace;
+      x.predicted = b.peak_reserved;
     } else if (quantity == "compute_buffer") {
       x.kind = "llama.cpp compute buffer (published)";
       x.predicted = b.components[static_cast<std::size_t>(Component::transient)];
@@ -423,9 +421,8 @@ std::vector<std::string> cuda_files() {
   return files;
 }
 
-// A measured GPU case against the peaks. torch.cuda.max_memory_allocated
-// counts PyTorch's cuBLAS workspaces, which vramcalc reports under
-// runtime_overhead, so they are added to the predicted allocation here.
+// A measured GPU case against the peaks (torch.cuda.max_memory_allocated
+// and max_memory_reserved, the cuBLAS workspaces among them).
 Evaluation evaluate_cuda_cases() {
   Evaluation out;
   for (const std::string& file : cuda_files()) {
@@ -449,19 +446,18 @@ Evaluation evaluate_cuda_cases() {
       Workload w = resolve(model, in).workload;
       w.cublas_workspace = hopper ? 32ULL << 20 : 8519680;
       const Budget b = estimate(model, w);
-      const std::uint64_t handles = w.mode == Mode::train ? 2 : 1;
       const json& m = c["measured"][c["kind"] == "train" ? "step" : "generate"];
       Comparison alloc;
       alloc.case_id = id;
       alloc.kind = "peak allocated (GPU)";
       alloc.measured = m["max_allocated"].get<std::uint64_t>();
-      alloc.predicted = b.peak_allocated + handles * w.cublas_workspace;
+      alloc.predicted = b.peak_allocated;
       alloc.tolerance = 0.05;
       out.comparisons.push_back(alloc);
       Comparison reserved = alloc;
       reserved.kind = "peak reserved (GPU)";
       reserved.measured = m["max_reserved"].get<std::uint64_t>();
-      reserved.predicted = b.peak_reserved + handles * w.cublas_workspace;
+      reserved.predicted = b.peak_reserved;
       reserved.tolerance = 0.10;
       out.comparisons.push_back(reserved);
       Comparison device = alloc;

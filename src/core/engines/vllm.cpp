@@ -145,7 +145,8 @@ Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uin
   const Detail d = out.detail;
   Inventory work = vllm_profile_working_set(m, w, vocab, d);
   // The profiling run's first matmul allocates cuBLAS's workspace through
-  // the caching allocator, so vLLM's peak counts it (runtime_overhead here).
+  // the caching allocator, so vLLM's peak counts it (a transient entry of
+  // every moment after load here, estimate.cpp add_workspaces).
   const std::uint64_t peak = checked_add(total_bytes(work), w.cublas_workspace);
   const ServingPool pool = vllm_pool(m, w, out.get(Component::weights), peak);
   out.serving = pool;
