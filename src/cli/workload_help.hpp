@@ -82,9 +82,10 @@ inline constexpr FlagHelp k_flag_help[] = {
      "along "
      "the sequence too (default no)"},
     {"cp",
-     "Megatron's --context-parallel-size with --mode train --framework megatron: each rank holds s/cp tokens "
-     "of every sequence (ring attention; --seq must divide by 2·cp), the weights replicated and the "
-     "distributed optimizer over dp·cp (default 1)"},
+     "context parallelism with --mode train, --framework megatron (its --context-parallel-size) or "
+     "torchtitan (its context_parallel_degree): each rank holds s/cp tokens of every sequence (ring "
+     "attention; --seq must divide by 2·cp); Megatron replicates the weights and spreads the distributed "
+     "optimizer over dp·cp, torchtitan's FSDP2 shards over dp·cp (default 1)"},
     {"pp",
      "Megatron's --pipeline-model-parallel-size with --mode train --framework megatron: stage i holds layers "
      "i·L/pp … (i+1)·L/pp − 1, the first also the embeddings, the last the output layer; the plan is the "

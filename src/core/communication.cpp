@@ -2,6 +2,7 @@
 // (docs/formulas.md, "Communication per step").
 #include <fmt/format.h>
 
+#include "core/frameworks/framework.hpp"
 #include "core/inventory.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
@@ -103,6 +104,12 @@ void context_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& 
   const std::uint64_t micro = w.grad_accum;
   const std::uint64_t cp = w.parallel.cp;
   if (cp <= 1) return;
+  if (const auto own = core::framework_module(w.framework).cp_exchange) {
+    const core::ContextExchange x = own(m, w);
+    out.push_back(leaf("cp.kv_exchange", "context parallel: the ring's K/V and their gradients", x.bytes,
+                       micro, std::string(x.formula), std::string(x.source)));
+    return;
+  }
   // Ring attention passes each rank's K and V chunk around the cp ranks:
   // cp − 1 sends forward, and K, V with their gradients backward
   // (Transformer Engine AttnFuncWithCPAndKVP2P). `w.seq` is the rank's

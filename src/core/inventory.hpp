@@ -411,6 +411,10 @@ struct ActivationProfile {
 /// (src/core/frameworks/torchtitan_float8.cpp): adds to `p` what they keep
 /// and make beyond bf16 linears; `op_policy`: under the op-level policy.
 void add_float8(ActivationProfile& p, const ModelSpec& m, const Workload& w, const Dims& x, bool op_policy);
+/// torchtitan's context parallelism (src/core/frameworks/torchtitan_cp.cpp):
+/// the ring attention's working sets, forward and backward, where larger
+/// than the layer's others; nothing at --cp 1.
+void add_context_parallel(ActivationProfile& p, const Workload& w, const Dims& x, DType cd);
 /// Elements of one decoder layer's weights that --float8 converts.
 [[nodiscard]] std::uint64_t float8_layer_weights(const ModelSpec& m);
 /// Of those, the elements FSDP2 all-gathers as float8 (1 byte each): all

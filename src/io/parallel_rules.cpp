@@ -39,9 +39,11 @@ void resolve_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
   }
 }
 
-// Megatron's context parallelism: each rank takes 2 of 2·cp chunks of every
-// sequence (load balancing, megatron/core/utils.py
-// get_batch_on_this_cp_rank), through fused attention.
+// Context parallelism: each rank takes 2 of 2·cp chunks of every sequence
+// (load balancing: Megatron's megatron/core/utils.py
+// get_batch_on_this_cp_rank; torch's context_parallel, which torchtitan
+// uses, torch/distributed/tensor/experimental/_attention.py
+// _generate_round_robin_indices @0123248a), through fused attention.
 void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   w.parallel.cp = in.cp ? in.cp->value : 1;
@@ -60,8 +62,8 @@ void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
   }
   if (w.attention != AttentionImpl::flash) {
     conflict(origin,
-             "context parallelism runs through fused attention (Transformer Engine): use --attention "
-             "flash");
+             "context parallelism runs through fused attention (Transformer Engine under Megatron, SDPA's "
+             "flash or efficient kernel under torchtitan): use --attention flash");
   }
 }
 
@@ -139,22 +141,27 @@ void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput
 
 }  // namespace
 
-// The splits over ranks are Megatron's; other frameworks take none of them.
+// The splits over ranks are Megatron's; torchtitan takes context
+// parallelism alone; other frameworks take none of them.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
-  if (core::framework_module(r.workload.framework).refusal(core::TrainingFeature::model_parallel).empty()) {
+  const core::FrameworkModule& f = core::framework_module(r.workload.framework);
+  if (f.refusal(core::TrainingFeature::model_parallel).empty()) {
     resolve_parallel(model, r, in);
     resolve_context_parallel(r, in);
     resolve_pipeline(model, r, in);
     resolve_experts(model, r, in);
-  } else if (in.sp || in.cp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
+    return;
+  }
+  if (in.sp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
     check_supported(r.workload, core::TrainingFeature::model_parallel,
                     in.sp             ? in.sp->origin
-                    : in.cp           ? in.cp->origin
                     : in.pp           ? in.pp->origin
                     : in.ep           ? in.ep->origin
                     : in.capacity_ppm ? in.capacity_ppm->origin
                                       : in.pp_schedule->origin);
   }
+  if (in.cp) check_supported(r.workload, core::TrainingFeature::context_parallel, in.cp->origin);
+  if (f.refusal(core::TrainingFeature::context_parallel).empty()) resolve_context_parallel(r, in);
 }
 
 }  // namespace vramcalc::io

@@ -1,5 +1,6 @@
 // The torchtitan module: its op-level checkpointing policy against none and
-// full, what it names, compile, and the settings it refuses.
+// full, what it names, compile, context parallelism, and the settings it
+// refuses.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -75,10 +76,48 @@ TEST_CASE("torchtitan: compiling the loss replaces the fp32 log-probs", "[torcht
   CHECK(activations(model) == activations(eager));  // the op policy's keep list is the same
 }
 
+TEST_CASE("torchtitan: context parallelism adds the ring's working set to a layer's backward",
+          "[torchtitan]") {
+  // CP 2 over 16,384 tokens: each rank holds the 8,192 tokens of the dp 8
+  // run, and FSDP2 shards over dp·cp = 8 ranks as there.
+  const test::Settings full{{"checkpoint", "full"}};
+  const Budget one = titan(full);
+  WorkloadInput in = test::input(
+      {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "4"}, {"cp", "2"}, {"seq", "16384"}});
+  overlay(in, test::input(full));
+  const PlanRequest r = resolve(load_model("llama-3.1-8b"), in);
+  const PlanResult two = plan(r);
+  for (Component c :
+       {Component::weights, Component::optimizer_states, Component::activations, Component::logits}) {
+    CHECK(two.budget.components[static_cast<std::size_t>(c)] == one.components[static_cast<std::size_t>(c)]);
+  }
+  // A layer's backward: the ring's 50 bytes per element of one rank's
+  // attention output (n = 8192 · 32 · 128) replace the MLP gradients
+  // (3 · 8192 · 14336 · 2 bytes): K, V contiguous (4), sent (4), gathered
+  // from both ranks (8); fp32 dq (4), dk and dv (8); one step's gradients
+  // (6); dk, dv sent and received in fp32 (16).
+  const std::uint64_t n = 8192ULL * 32 * 128;
+  const auto layer0 = [](const Budget& b) {
+    for (const Phase& p : b.phases) {
+      if (p.when == "backward, layer 0") return p.total;
+    }
+    return std::uint64_t{0};
+  };
+  CHECK(layer0(two.budget) == layer0(one) - 3ULL * 8192 * 14336 * 2 + 50 * n);
+  // Per micro-batch, each of 32 layers all-gathers K and V three times
+  // (forward, recomputation, backward: 3 · 2n · 2 bytes from the other
+  // rank) and passes dK, dV at both steps (2 · 2n · 4).
+  std::uint64_t exchange = 0;
+  for (const Node& c : two.communication) {
+    if (c.id == "cp.kv_exchange") exchange = c.bytes;
+  }
+  CHECK(exchange == 32 * (12 * n + 16 * n));
+}
+
 TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
   const ModelSpec m = load_model("llama-3.1-8b");
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}}),
-                    Catch::Contains("give --dp 2 or more"));
+                    Catch::Contains("give --dp or --cp 2 or more"));
   CHECK_THROWS_WITH(
       test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"tp", "2"}}),
       Catch::Contains("not modelled yet"));

@@ -31,7 +31,8 @@ enum class TrainingFeature : std::uint8_t {
   adapters,             ///< --mode lora, qlora
   selective_recompute,  ///< --checkpoint selective
   chunked_loss,         ///< --loss chunked
-  model_parallel,       ///< --tp, --sp, --cp, --pp, --ep, --capacity-factor
+  model_parallel,       ///< --tp, --sp, --pp, --ep, --capacity-factor (and --cp, unless context_parallel)
+  context_parallel,     ///< --cp alone
   hybrid_shard,         ///< --fsdp hybrid:K
   offload,              ///< --offload optimizer, params
   activation_offload,   ///< --offload activations
@@ -39,6 +40,13 @@ enum class TrainingFeature : std::uint8_t {
   compile,              ///< --compile yes
   float8,               ///< --float8 (torchao float8 linears)
   full_finetune,        ///< --mode train without adapters
+};
+
+/// What one rank exchanges for context parallelism per micro-batch.
+struct ContextExchange {
+  std::uint64_t bytes = 0;
+  std::string_view formula;
+  std::string_view source;
 };
 
 struct FrameworkModule {
@@ -90,6 +98,9 @@ struct FrameworkModule {
   /// The docs/formulas.md section of its output layer and loss; empty: the
   /// shared Logits and Chunked loss sections.
   std::string_view loss_section = {};
+  /// Its context parallelism's exchange (`w` is the rank's: s/cp tokens);
+  /// null: Transformer Engine's P2P ring of K and V (Megatron).
+  ContextExchange (*cp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
 };
 
 /// The module of a workload's framework.
@@ -109,6 +120,9 @@ inline constexpr std::size_t k_max_frameworks = 16;
 
 /// No optimizer runs a foreach kernel.
 bool no_foreach(Optimizer o);
+
+/// torchtitan's ring attention exchange (torchtitan_cp.cpp).
+ContextExchange torchtitan_cp_exchange(const ModelSpec& m, const Workload& w);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

@@ -13,6 +13,7 @@ std::string_view hf_refusal(TrainingFeature f) {
       return "selective recompute is a Megatron feature (Korthikanti et al. 2022); with "
              "--framework hf use full or every:K";
     case TrainingFeature::model_parallel:
+    case TrainingFeature::context_parallel:
       return "tensor, sequence, context, pipeline and expert parallelism for training are modelled with "
              "--framework megatron";
     case TrainingFeature::op_checkpoint:

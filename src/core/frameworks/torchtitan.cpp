@@ -31,8 +31,8 @@ std::string_view torchtitan_refusal(TrainingFeature f) {
       return "torchtitan's loss is cross_entropy over the full logits; the chunked loss is torchtune's "
              "(--framework hf --loss chunked:N)";
     case TrainingFeature::model_parallel:
-      return "torchtitan's tensor, pipeline and context parallelism (DTensor) are not modelled yet; "
-             "--framework megatron models Megatron-Core's";
+      return "torchtitan's tensor, sequence, pipeline and expert parallelism (DTensor) are not modelled yet "
+             "(its context parallelism is: --cp); --framework megatron models Megatron-Core's";
     case TrainingFeature::offload:
       return "torchtitan's FSDP2 CPU offload is not modelled yet";
     case TrainingFeature::activation_offload:
@@ -70,9 +70,11 @@ std::string torchtitan_unmodelled(const ModelSpec& m, const Workload& w) {
         "ZeRO-3); ZeRO stage {} is not how it trains",
         w.zero);
   }
-  if (zero_ranks(w) < 2) {
-    return "torchtitan shards with FSDP2 over its data-parallel ranks: give --dp 2 or more; with one rank "
-           "it trains without FSDP2, which is not modelled yet";
+  // FSDP2 shards over the dp_shard_cp mesh: data-parallel and
+  // context-parallel ranks together (parallel_dims.py, parallelize_llama.py).
+  if (checked_mul(zero_ranks(w), w.parallel.cp) < 2) {
+    return "torchtitan shards with FSDP2 over its data- and context-parallel ranks: give --dp or --cp 2 or "
+           "more; with one rank it trains without FSDP2, which is not modelled yet";
   }
   return {};
 }
@@ -104,6 +106,7 @@ extern const FrameworkModule k_torchtitan_framework{
     .gradients_text = "sharded by FSDP2's reduce-scatter, freed by zero_grad",
     .loss_text = "fp32",
     .activation_section = "torchtitan — `--framework torchtitan`",
+    .cp_exchange = torchtitan_cp_exchange,
 };
 
 }  // namespace vramcalc::core

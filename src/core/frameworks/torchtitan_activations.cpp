@@ -207,6 +207,7 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
                        checked_product(3, x.T, x.I), c.cd, "3·b·s·I",
                        "derivation from derivatives.yaml mm and mul backward");
   add_float8(p, m, w, x, w.checkpoint.kind == CheckpointKind::selective_op);
+  add_context_parallel(p, w, x, c.cd);
   if (d == Detail::tree) {
     const std::string float8 = w.float8.recipe == Float8Recipe::none
                                    ? std::string()

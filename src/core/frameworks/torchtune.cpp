@@ -30,6 +30,7 @@ std::string_view torchtune_refusal(TrainingFeature f) {
       return "torchtune's single-device recipe checkpoints every decoder layer "
              "(enable_activation_checkpointing): use --checkpoint full or none";
     case TrainingFeature::model_parallel:
+    case TrainingFeature::context_parallel:
       return "torchtune's single-device recipe runs on one GPU: tensor, sequence, context, pipeline and "
              "expert parallelism are not part of it";
     case TrainingFeature::hybrid_shard:
