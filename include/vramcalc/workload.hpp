@@ -52,6 +52,7 @@ enum class Framework : std::uint8_t {
   megatron,    ///< Megatron-Core fused kernels (Korthikanti et al. 2022, Table 2)
   torchtitan,  ///< PyTorch torchtitan: FSDP2 over its own Llama modules
   torchtune,   ///< PyTorch torchtune: its single-device full fine-tune recipe
+  unsloth,     ///< Unsloth: LoRA and QLoRA through its own kernels on one GPU
 };
 
 /// transformers' KV cache class for generate (hf engine).

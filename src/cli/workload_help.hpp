@@ -135,7 +135,8 @@ inline constexpr FlagHelp k_flag_help[] = {
      "2+2+4+8=16; "
      "mixed-fp32-grads (Megatron) 2+4+4+8=18; pure (all 16-bit) 2+2+0+4=8; fsdp-mp (FSDP2 "
      "MixedPrecisionPolicy: fp32 shards gathered as 16-bit copies, fp32 gradient shards) 4+4+0+8=16. "
-     "Default: amp for hf, mixed-fp32-grads for megatron, fsdp-mp for torchtitan, pure for torchtune, fp32 "
+     "Default: amp for hf, mixed-fp32-grads for megatron, fsdp-mp for torchtitan, pure for torchtune and "
+     "unsloth, fp32 "
      "with "
      "--dtype fp32"},
     {"optimizer",
@@ -147,7 +148,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "hf (Hugging Face transformers + PyTorch SDPA) | megatron (Megatron-Core, Korthikanti et al. 2022 Table "
      "2) | torchtitan (its Llama under FSDP2 over --dp ranks, FSDP full sharding by default) | torchtune "
      "(its "
-     "single-device full fine-tune recipe, pure bf16, packed batches) (default hf)"},
+     "single-device full fine-tune recipe, pure bf16, packed batches) | unsloth (its LoRA and QLoRA kernels "
+     "on a Llama, one GPU: r 16 on all seven projections, fp32 adapters, checkpoint full by default) "
+     "(default hf)"},
     {"attention", "flash (fused SDPA kernel) | eager (materialised scores) (default flash)"},
     {"dropout",
      "dropout probability for attention, hidden and embedding dropout (default: the model "
@@ -155,7 +158,7 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"checkpoint",
      "none | full | selective (megatron) | selective-op (torchtitan's op policy: keeps matmul and attention "
      "outputs on its save list, recomputes the rest) | every:K or selective:K (checkpoint every K-th layer) "
-     "(default none)"},
+     "(default none; full for QLoRA under hf and for unsloth)"},
     {"compile",
      "torchtitan: no | model (torch.compile of each decoder layer) | yes (each layer and the loss, "
      "torchtitan's compile.components = [model, loss]); torchtune: model (each decoder layer) | yes (also "
@@ -197,7 +200,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "none | optimizer | params | activations, or a comma list: move training state to the host. "
      "activations: "
      "each decoder layer's saved tensors wait on the host between its forward and backward (torchtune "
-     "OffloadActivations); the GPU keeps two layers'. With --zero (DeepSpeed): optimizer = "
+     "OffloadActivations); the GPU keeps two layers'. Under --framework unsloth with --checkpoint full: "
+     "use_gradient_checkpointing=\"unsloth\" (layer inputs to pinned host memory from the second step). "
+     "With --zero (DeepSpeed): optimizer = "
      "ZeRO-Offload (master weights, optimizer states and fp32 gradients on the host, 16-bit parameters "
      "stay), "
      "params = also offload_param (ZeRO-3). With --fsdp: params = FSDP's CPUOffload (every state on the "

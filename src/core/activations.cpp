@@ -3,6 +3,7 @@
 // leaves.
 #include <fmt/format.h>
 
+#include "core/frameworks/framework.hpp"
 #include "core/inventory.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -78,7 +79,7 @@ Dtypes dtypes_of(const Workload& w) {
     return {half, adapters, half, half, adapters, false, adapters != half, half};
   }
   if (w.lora.kind == Adapter::qlora) {
-    if (adapters != DType::fp32) return {half, adapters, half, half, adapters, false, false, half};
+    if (!peft_kbit(w)) return {half, adapters, half, half, adapters, false, false, half};
     // PEFT's recipe: prepare_model_for_kbit_training casts every parameter
     // that is not 4-bit to fp32 (embeddings, norms, lm_head), so the
     // residual stream is fp32; bitsandbytes' Linear4bit computes in 16-bit

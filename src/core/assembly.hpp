@@ -70,6 +70,10 @@ std::uint64_t offload_states(Builder& out, std::span<const ParamTensor> tensors,
 /// without a pipeline): sets activations and logits, returns the moments.
 /// `tensors` are those that train; `ddp_buckets` the gradient bytes live
 /// through the whole step.
+/// The host memory of a framework's own activation offload
+/// (ActivationProfile::own_offload), added to the budget (tree mode).
+void framework_host(Budget& b, const ActivationProfile& p);
+
 Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
                  std::span<const ParamTensor> tensors, const ParameterCount& pc, std::uint64_t ddp_buckets);
 

@@ -367,7 +367,9 @@ struct ActivationProfile {
         forward_extra(detail),
         frozen_layer(detail),
         first_layer(detail),
-        recompute(detail) {}
+        recompute(detail),
+        host(detail),
+        host_buffers(detail) {}
 
   Inventory layer;          ///< one decoder layer, nothing recomputed
   Inventory checkpointed;   ///< what a checkpointed layer keeps (its input)
@@ -391,6 +393,14 @@ struct ActivationProfile {
   /// under a selective policy (what `checkpointed` does not already keep);
   /// empty: the whole `layer`.
   Inventory recompute;
+  /// --offload activations run by the framework itself (Unsloth's
+  /// offloaded checkpointing): the inventories above say what the GPU
+  /// keeps, and the host holds `host` (moved every micro-batch) and
+  /// `host_buffers` (pinned for the run); the generic two-layer window of
+  /// training.cpp does not apply.
+  bool own_offload = false;
+  Inventory host;
+  Inventory host_buffers;
   /// Tree mode only (empty in totals mode).
   std::vector<std::pair<std::string, std::string>> assumptions;
   std::vector<std::string> notes;  ///< tree mode only
@@ -407,6 +417,10 @@ struct ActivationProfile {
 /// (src/core/frameworks/torchtune_activations.cpp).
 [[nodiscard]] ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w,
                                                   Detail detail = Detail::tree);
+/// Unsloth's LoRA and QLoRA kernels on a Llama
+/// (src/core/frameworks/unsloth_activations.cpp).
+[[nodiscard]] ActivationProfile unsloth_profile(const ModelSpec& m, const Workload& w,
+                                                Detail detail = Detail::tree);
 /// torchao float8 linears in torchtitan's decoder layers
 /// (src/core/frameworks/torchtitan_float8.cpp): adds to `p` what they keep
 /// and make beyond bf16 linears; `op_policy`: under the op-level policy.

@@ -266,6 +266,22 @@ std::uint64_t offload_states(Builder& out, std::span<const ParamTensor> tensors,
   return bucket;
 }
 
+// The framework's own offload: "activations" is what moves each
+// micro-batch (plan.cpp counts its host-link traffic), "host_buffers" the
+// pinned memory it holds for the run.
+void framework_host(Budget& b, const ActivationProfile& p) {
+  const auto put = [&b](const Inventory& inv, std::string id, std::string label) {
+    if (inv.empty()) return;
+    Branch branch(Detail::tree);
+    branch.entries(inv, 1);
+    Node n = std::move(branch).node(std::move(id), std::move(label));
+    b.host_bytes = checked_add(b.host_bytes, n.bytes);
+    b.host.push_back(std::move(n));
+  };
+  put(p.host, "activations", "activations (offloaded layer inputs)");
+  put(p.host_buffers, "host_buffers", "pinned host buffers");
+}
+
 }  // namespace core
 
 }  // namespace vramcalc

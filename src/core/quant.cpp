@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "core/engines/engine.hpp"
+#include "core/frameworks/framework.hpp"
 #include "core/inventory.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
@@ -185,6 +186,13 @@ bool quantized(const ParamTensor& t, const Quant& q) {
 
 }  // namespace
 
+// bitsandbytes Params4bit's blocksize, 64 (nn/modules.py).
+constexpr std::uint64_t k_bnb_block = 64;
+
+std::uint64_t bnb_4bit_blocks(std::uint64_t elements) {
+  return ceil_div(elements, k_bnb_block);
+}
+
 std::uint64_t largest_quantized_linear(std::span<const ParamTensor> tensors, const Quant& q) {
   std::uint64_t largest = 0;
   if (q.kind == QuantKind::none) return 0;
@@ -220,13 +228,13 @@ void bnb_int8_parts(const PartAdder& add, Linear l) {
 
 // bitsandbytes 4-bit: two values per byte, blocks of 64 with an fp32
 // absmax each; double quantisation stores the absmax as uint8 with an fp32
-// absmax per 256 of them. Every layer has its own 16-entry fp32 code.
-constexpr std::uint64_t k_bnb_block = 64;
+// absmax per 256 of them (k_bnb_block blocks). Every layer has its own
+// 16-entry fp32 code.
 constexpr std::uint64_t k_bnb_nested_block = 256;
 
 void bnb_4bit_parts(const PartAdder& add, Linear l, const Quant& q) {
   const std::uint64_t n = checked_mul(l.out, l.in);
-  const std::uint64_t blocks = ceil_div(n, k_bnb_block);
+  const std::uint64_t blocks = bnb_4bit_blocks(n);
   add("", "packed 4-bit weight, two values per byte (Params4bit)", ceil_div(n, 2), DType::uint8,
       [&] { return fmt::format("⌈{}×{} / 2⌉", l.out, l.in); });
   if (q.double_quant) {
@@ -531,8 +539,7 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
   }
   // QLoRA with fp32 adapters follows PEFT's prepare_model_for_kbit_training,
   // which casts every parameter that is not 4-bit to fp32 (peft utils/other.py).
-  const DType unquantized =
-      w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32 ? DType::fp32 : w.dtype;
+  const DType unquantized = peft_kbit(w) ? DType::fp32 : w.dtype;
   bool bnb_code = false;
   for (const ParamTensor& t : tensors) {
     const PartAdder add{parts, t};

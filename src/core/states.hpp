@@ -104,6 +104,9 @@ class StateParts {
 /// The weights an engine keeps in host memory (llama.cpp: token_embd).
 [[nodiscard]] StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
                                            const Workload& w, Detail detail);
+/// bitsandbytes 4-bit: the blocks of 64 elements of an `elements`-element
+/// weight, one absmax each (src/core/quant.cpp).
+[[nodiscard]] std::uint64_t bnb_4bit_blocks(std::uint64_t elements);
 /// Elements of the largest weight a checkpoint quantizes (0 without --quant).
 [[nodiscard]] std::uint64_t largest_quantized_linear(std::span<const ParamTensor> tensors, const Quant& q);
 /// LoRA adapter weights (lora_adapter_tensors) in their dtype.

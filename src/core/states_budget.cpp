@@ -128,7 +128,7 @@ void weights_state(Builder& out, const RankTensors& r, const Workload& w) {
   out.set(Component::weights, std::move(weights));
   out.assume(Component::weights, [&] {
     if (w.lora.kind != Adapter::none) {
-      const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
+      const bool peft_qlora = peft_kbit(w);
       return fmt::format("frozen base of {} parameters {}; {} LoRA parameters in {}",
                          format_thousands(r.pc.total),
                          w.lora.kind == Adapter::lora

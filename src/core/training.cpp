@@ -579,7 +579,8 @@ std::string checkpoint_text(const Train& t) {
         fmt::format("chunked loss (torchtune LinearCrossEntropyLoss, {} chunks): fp32 log-probs of {} × {} "
                     "labelled positions × {} kept for backward, one chunk's logits at a time",
                     t.w.loss.chunks, t.w.batch, t.w.seq - 1, t.m.vocab_size));
-  } else {
+  } else if (std::ranges::none_of(t.prof.assumptions,
+                                  [](const auto& a) { return a.first == name_of(Component::logits); })) {
     b.assumptions.emplace_back(
         std::string(name_of(Component::logits)),
         fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
@@ -648,10 +649,11 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
                                        checked_mul(t.others_model, t.r_model));
     t.in_flight_logits = checked_mul(t.others_head, total_bytes(t.prof.head));
   }
-  if (w.offload.activations) {
+  if (w.offload.activations && !t.prof.own_offload) {
     offload_activations(out, t);
   } else if (t.others == 0) {
     out.set(Component::activations, activations_branch(t, d));
+    if (t.prof.own_offload && out.tree()) framework_host(*out.b, t.prof);
   } else {
     Branch act(d);
     act.branch(activations_branch(t, d), [] {

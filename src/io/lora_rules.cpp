@@ -39,11 +39,13 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   }
   Lora& l = w.lora;
   l.kind = in.adapter->value;
-  // PEFT LoraConfig: r = 8, lora_dropout = 0; target_modules for Llama-style
-  // models q_proj and v_proj (utils/constants.py
-  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
-  l.rank = pick(r, in.lora_rank, std::uint64_t{8}, "lora_rank");
-  l.targets = pick(r, in.lora_targets, static_cast<std::uint8_t>(lora_q | lora_v), "lora_targets");
+  // The framework's defaults: PEFT LoraConfig's r = 8, lora_dropout = 0 and
+  // for Llama-style models q_proj and v_proj (utils/constants.py
+  // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING); Unsloth's in
+  // frameworks/unsloth.cpp.
+  const core::FrameworkModule& fw = core::framework_module(w.framework);
+  l.rank = pick(r, in.lora_rank, fw.default_lora_rank, "lora_rank");
+  l.targets = pick(r, in.lora_targets, fw.default_lora_targets, "lora_targets");
   l.dtype = pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
   l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
   // Not used by the LoRA formulas (dtypes_of, gradient_dtype follow the

@@ -134,10 +134,11 @@ void resolve_steps(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   }
   w.grad_accum =
       in.microbatches ? in.microbatches->value : pick(r, in.grad_accum, std::uint64_t{1}, "grad_accum");
-  // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on.
-  const bool peft_qlora = w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32;
-  w.checkpoint = pick(r, in.checkpoint, peft_qlora ? Checkpointing{CheckpointKind::full, 0} : Checkpointing{},
-                      "checkpoint");
+  // PEFT's prepare_model_for_kbit_training turns gradient checkpointing on;
+  // otherwise the framework's default.
+  const CheckpointKind ckpt =
+      core::peft_kbit(w) ? CheckpointKind::full : core::framework_module(w.framework).default_checkpoint;
+  w.checkpoint = pick(r, in.checkpoint, Checkpointing{ckpt, 0}, "checkpoint");
   if (w.checkpoint.kind == CheckpointKind::selective) {
     check_supported(w, core::TrainingFeature::selective_recompute, in.checkpoint->origin);
   }

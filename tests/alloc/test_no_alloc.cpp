@@ -147,6 +147,11 @@ int main() {
                             {"float8", "tensorwise"},
                             {"float8_all_gather", "yes"}}),
       make("llama-3.1-8b", {{"mode", "train"}, {"dp", "8"}, {"zero", "3"}, {"allocator", "expandable"}}),
+      // Unsloth: QLoRA's dequantization buffers, its offloaded checkpointing, both losses.
+      make("llama-3.1-8b",
+           {{"mode", "qlora"}, {"framework", "unsloth"}, {"offload", "activations"}, {"seq", "8192"}}),
+      make("llama-3.1-8b",
+           {{"mode", "lora"}, {"framework", "unsloth"}, {"checkpoint", "none"}, {"seq", "512"}}),
       make("llama-3.1-8b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"shared_prefix", "1000"}}),
       make("llama-3.1-70b", {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "4"}}),
       make("llama-3.1-70b", {{"mode", "train"}, {"framework", "megatron"}, {"tp", "8"}, {"sp", "yes"}}),

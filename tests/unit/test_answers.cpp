@@ -272,6 +272,7 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"engine", "vllm"}, {"gpu", "h100-80gb"}},
            {{"mode", "qlora"}, {"lora_targets", "all-linear"}, {"checkpoint", "none"}},
            {{"mode", "lora"}, {"lora_dtype", "bf16"}, {"lora_targets", "attn"}},
+           {{"mode", "qlora"}, {"framework", "unsloth"}, {"offload", "activations"}, {"seq", "4096"}},
            {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}}}) {
     WorkloadInput in;
     for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);

@@ -146,6 +146,23 @@ std::vector<Settings> grid() {
       }
     }
   }
+  // Unsloth: both adapters, checkpointing or none, its offloaded
+  // checkpointing below and above MINIMUM_SIZE, and both losses (the
+  // sizes cross 1024 tokens).
+  std::size_t u = 0;
+  for (const char* mode : {"lora", "qlora"}) {
+    for (const char* checkpoint : {"none", "full"}) {
+      for (const auto& [batch, seq] : k_sizes) {
+        Settings s = {{"mode", mode},
+                      {"framework", "unsloth"},
+                      {"checkpoint", checkpoint},
+                      {"batch", batch},
+                      {"seq", seq}};
+        if (std::string(checkpoint) == "full" && u++ % 2 == 0) s.emplace_back("offload", "activations");
+        out.push_back(std::move(s));
+      }
+    }
+  }
   // vLLM's pool on several GPUs, samplers, cache types and prefixes.
   for (const char* gpu : {"h100-80gb", "l40s", "t4"}) {
     for (const char* sampler : {"native", "flashinfer"}) {

@@ -101,7 +101,20 @@ struct FrameworkModule {
   /// Its context parallelism's exchange (`w` is the rank's: s/cp tokens);
   /// null: Transformer Engine's P2P ring of K and V (Megatron).
   ContextExchange (*cp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
+  /// QLoRA with fp32 adapters follows PEFT's prepare_model_for_kbit_training:
+  /// every parameter that is not 4-bit is cast to fp32, and checkpointing
+  /// turns on (docs/formulas.md, "LoRA and QLoRA").
+  bool kbit_upcast = false;
+  /// The checkpointing when --checkpoint is not given (outside PEFT's QLoRA).
+  CheckpointKind default_checkpoint = CheckpointKind::none;
+  /// LoRA's rank and target projections when not given: PEFT LoraConfig's r
+  /// = 8 and, for Llama-style models, q_proj and v_proj.
+  std::uint64_t default_lora_rank = 8;
+  std::uint8_t default_lora_targets = lora_q | lora_v;
 };
+
+/// QLoRA under PEFT's prepare_model_for_kbit_training (FrameworkModule::kbit_upcast).
+[[nodiscard]] bool peft_kbit(const Workload& w);
 
 /// The module of a workload's framework.
 [[nodiscard]] const FrameworkModule& framework_module(Framework f);

@@ -70,6 +70,7 @@ extern const FrameworkModule k_hf_framework{
     .gradients_text = "allocated in backward, freed by zero_grad",
     .loss_text = "fp32",
     .activation_section = "Activations: the hf profile — hf_profile",
+    .kbit_upcast = true,
 };
 
 }  // namespace vramcalc::core

@@ -11,12 +11,14 @@ extern const FrameworkModule k_hf_framework;
 extern const FrameworkModule k_megatron_framework;
 extern const FrameworkModule k_torchtitan_framework;
 extern const FrameworkModule k_torchtune_framework;
+extern const FrameworkModule k_unsloth_framework;
 
 namespace {
 
 // In Framework's order.
 constinit ModuleTable<FrameworkModule, Framework, k_max_frameworks> g_frameworks{
-    &k_hf_framework, &k_megatron_framework, &k_torchtitan_framework, &k_torchtune_framework};
+    &k_hf_framework, &k_megatron_framework, &k_torchtitan_framework, &k_torchtune_framework,
+    &k_unsloth_framework};
 
 }  // namespace
 
@@ -34,6 +36,11 @@ std::vector<std::string> framework_names() {
 
 Framework register_framework(const FrameworkModule& module) {
   return g_frameworks.add(module);
+}
+
+bool peft_kbit(const Workload& w) {
+  return w.lora.kind == Adapter::qlora && w.lora.dtype == DType::fp32 &&
+         framework_module(w.framework).kbit_upcast;
 }
 
 bool no_foreach(Optimizer /*o*/) {
