@@ -19,10 +19,10 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"freeze",
      "train: parts that get no gradients, a comma list of embeddings, lm_head, layers:0-K (the bottom K+1 "
      "layers); frozen bottom layers keep no activations when nothing below needs a gradient"},
-    {"lora_rank", "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig)"},
+    {"lora_rank", "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig; 16 under --framework unsloth)"},
     {"lora_targets",
      "lora, qlora: all-linear | attn | mlp | a comma list of q, k, v, o, gate, up, down (default q,v: PEFT's "
-     "choice for Llama-style models)"},
+     "choice for Llama-style models; all-linear under --framework unsloth)"},
     {"lora_dtype",
      "lora, qlora: fp32 (PEFT: adapters upcast, trained under autocast; QLoRA also casts the base's "
      "non-4-bit "
