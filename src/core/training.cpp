@@ -579,8 +579,8 @@ std::string checkpoint_text(const Train& t) {
         fmt::format("chunked loss (torchtune LinearCrossEntropyLoss, {} chunks): fp32 log-probs of {} × {} "
                     "labelled positions × {} kept for backward, one chunk's logits at a time",
                     t.w.loss.chunks, t.w.batch, t.w.seq - 1, t.m.vocab_size));
-  } else if (std::ranges::none_of(t.prof.assumptions,
-                                  [](const auto& a) { return a.first == name_of(Component::logits); })) {
+  } else if (std::none_of(t.prof.assumptions.begin(), t.prof.assumptions.end(),
+                          [](const auto& a) { return a.first == name_of(Component::logits); })) {
     b.assumptions.emplace_back(
         std::string(name_of(Component::logits)),
         fmt::format("output layer and loss: {} log-probs of {} × {} × {} kept for backward",
