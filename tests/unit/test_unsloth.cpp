@@ -63,6 +63,41 @@ TEST_CASE("unsloth: offloaded checkpointing budgets its first step", "[unsloth]"
         200 * 128 * 1024 * 2 + (L - 1) * 257 * h * 2);
 }
 
+TEST_CASE("unsloth: a layer's backward recomputes it beside the MLP's gradients", "[unsloth]") {
+  // The recomputed layer (its input is the checkpoint's), then at the MLP's
+  // backward dY, DW [T, I] and the up weight dequantized with its absmax.
+  const std::uint64_t redone = T * (6 * h + 4 * a * d + 4 * k * d + 4 * a + 8 + 4 * I);
+  const std::uint64_t backward = T * h * 2 + T * I * 2;
+  // Beside them, the cuBLAS workspaces of the forward's and autograd's
+  // threads (32 MiB each: no GPU given).
+  const std::uint64_t ws = 2 * 32 * 1048576ULL;
+  const Budget q = sloth({});
+  CHECK(component(q, Component::transient) == redone + backward + I * h * 2 + I * h / 64 * 4 + ws);
+  CHECK(q.phases[q.peak_phase].name == "backward");
+  // A 16-bit base's weights are used as they are.
+  CHECK(component(sloth({{"mode", "lora"}}), Component::transient) == redone + backward + ws);
+}
+
+TEST_CASE("unsloth: the host link carries the offloaded inputs, not the pinned pool", "[unsloth]") {
+  PlanRequest r = test::request(
+      load_model("llama-3.1-8b"),
+      {{"mode", "qlora"}, {"framework", "unsloth"}, {"seq", "2048"}, {"offload", "activations"}});
+  const PlanResult p = plan(std::move(r));
+  REQUIRE(p.host_link);
+  CHECK(p.host_link->to_host == (L - 1) * T * h * 2);
+  CHECK(p.host_link->from_host == (L - 1) * T * h * 2);
+  REQUIRE(p.budget.host.size() == 2);
+  CHECK(p.budget.host[0].id == "activations");
+  CHECK(p.budget.host[1].id == "host_buffers");
+  CHECK(p.budget.host[1].bytes == 200 * 128 * 1024 * 2);
+  // The note gives the later steps' layer inputs: the last one and the
+  // staging buffer resized to it.
+  bool noted = false;
+  for (const std::string& n : p.budget.notes)
+    noted = noted || n.find("from the second step") != std::string::npos;
+  CHECK(noted);
+}
+
 TEST_CASE("unsloth: cut cross entropy above 1024 tokens, its fused loss at or below", "[unsloth]") {
   // The final norm's X, r and output (kept by linear_cross_entropy); the
   // fp32 lse and int64 index of the b·(s−1) labelled rows; the fp32
