@@ -14,15 +14,16 @@ namespace vramcalc {
 
 enum class QuantKind : std::uint8_t {
   none,
-  bnb_int8,   ///< bitsandbytes LLM.int8: int8 weight, fp32 absmax per row
-  bnb_4bit,   ///< bitsandbytes NF4 or FP4: 4-bit blocks of 64, absmax per block
-  gptq,       ///< GPTQ: packed int32 weight, zero points, 16-bit scales per group, g_idx
-  awq,        ///< AutoAWQ GEMM: packed int32 weight, zero points, 16-bit scales per group
-  fp8,        ///< fp8 weight, one fp32 scale per tensor
-  fp8_block,  ///< fp8 weight, fp32 scale per 128×128 block (DeepSeek-V3)
-  nvfp4,      ///< NVIDIA ModelOpt NVFP4: fp4 weight, fp8 scale per 16, fp32 per tensor
-  mxfp4,      ///< OCP MXFP4: fp4 weight, E8M0 scale per 32 (MoE experts only)
-  gguf,       ///< llama.cpp GGUF: a ggml type per tensor
+  bnb_int8,     ///< bitsandbytes LLM.int8: int8 weight, fp32 absmax per row
+  bnb_4bit,     ///< bitsandbytes NF4 or FP4: 4-bit blocks of 64, absmax per block
+  gptq,         ///< GPTQ: packed int32 weight, zero points, 16-bit scales per group, g_idx
+  awq,          ///< AutoAWQ GEMM: packed int32 weight, zero points, 16-bit scales per group
+  fp8,          ///< fp8 weight, one fp32 scale per tensor
+  fp8_block,    ///< fp8 weight, fp32 scale per 128×128 block (DeepSeek-V3)
+  nvfp4,        ///< NVIDIA ModelOpt NVFP4: fp4 weight, fp8 scale per 16, fp32 per tensor
+  mxfp4,        ///< OCP MXFP4: fp4 weight, E8M0 scale per 32 (MoE experts only)
+  gguf,         ///< llama.cpp GGUF: a ggml type per tensor
+  torchao_nf4,  ///< torchao NF4Tensor (torchtune's QLoRA): 4-bit blocks of 64, int8 scalers per block
 };
 
 /// ggml tensor types (ggml/src/ggml.c type_traits, ggml-common.h blocks).

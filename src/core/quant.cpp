@@ -12,6 +12,8 @@
 //    DeepSeek-V3's weight_scale_inv).
 //  - NVFP4 (TensorRT-Model-Optimizer qtensor/nvfp4_tensor.py).
 //  - GGUF (ggml/src/ggml.c type_traits; llama.cpp src/llama-quant.cpp).
+//  - torchao NF4 (torchao@77ca57d1 torchao/dtypes/nf4tensor.py), torchtune's
+//    QLoRA base.
 #include "vramcalc/quant.hpp"
 
 #include <array>
@@ -122,6 +124,8 @@ std::string quant_text(const Quant& q) {
       return "mxfp4";
     case QuantKind::gguf:
       return fmt::format("gguf:{}", q.mix == GgufMix::pure ? gguf_block(q.type).name : mix_info(q.mix).name);
+    case QuantKind::torchao_nf4:
+      return "torchao-nf4";
   }
   return "?";
 }
@@ -148,6 +152,8 @@ std::string_view quant_source(QuantKind k) {
       return "OCP Microscaling Formats v1.0; openai/gpt-oss weights.py";
     case QuantKind::gguf:
       return "ggml/src/ggml.c type_traits; llama.cpp src/llama-quant.cpp llama_tensor_get_type_impl";
+    case QuantKind::torchao_nf4:
+      return "torchao@77ca57d1 torchao/dtypes/nf4tensor.py NF4Tensor.from_tensor, double_quantize_scalers";
   }
   return "";
 }
@@ -249,6 +255,30 @@ void bnb_4bit_parts(const PartAdder& add, Linear l, const Quant& q) {
   }
   add(".quant_map", q.nf4 ? "NF4 code, 16 fp32 values" : "FP4 code, 16 fp32 values", 16, DType::fp32,
       [] { return std::string("16"); });
+}
+
+// torchao's NF4Tensor (torchao@77ca57d1 torchao/dtypes/nf4tensor.py
+// to_nf4 with block_size 64, scaler_block_size 256; NF4Tensor.from_tensor,
+// double_quantize_scalers, convert_to_norm_float_weight): two 4-bit codes per
+// uint8, one int8 scaler per block of 64 (the block absmax less their mean),
+// one quantization factor per 256 scalers and the mean, both in the weight's
+// own dtype (bf16 under torchtune), and a 16-entry NF4 table in that dtype
+// built for every tensor. from_tensor asserts whole blocks, so no rounding.
+constexpr std::uint64_t k_nf4_block = 64;
+constexpr std::uint64_t k_nf4_scaler_block = 256;
+
+void torchao_nf4_parts(const PartAdder& add, Linear l, DType weight) {
+  const std::uint64_t n = checked_mul(l.out, l.in);
+  const std::uint64_t blocks = n / k_nf4_block;
+  add(".quantized_data", "two 4-bit NF4 codes per byte", n / 2, DType::uint8,
+      [&] { return fmt::format("{}×{} / 2", l.out, l.in); });
+  add(".quantized_scalers", "int8 scaler per block of 64", blocks, DType::int8,
+      [&] { return fmt::format("{}×{} / 64", l.out, l.in); });
+  add(".quantization_factor", "one factor per 256 scalers, in the weight's dtype",
+      blocks / k_nf4_scaler_block, weight, [&] { return fmt::format("{} / 256", blocks); });
+  add(".scaler_mean", "mean of the block absmax, in the weight's dtype", 1, weight,
+      [] { return std::string("1"); });
+  add(".nf4", "the 16 NF4 values, in the weight's dtype", 16, weight, [] { return std::string("16"); });
 }
 
 // GPTQ: int32 words of 32/bits values along K; zero points packed along N;
@@ -572,6 +602,9 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
         break;
       case QuantKind::mxfp4:
         mxfp4_parts(add, l);
+        break;
+      case QuantKind::torchao_nf4:
+        torchao_nf4_parts(add, l, w.dtype);
         break;
       case QuantKind::gguf:
       case QuantKind::none:

@@ -10,6 +10,62 @@
 
 namespace vramcalc::io {
 
+namespace {
+
+// torchao's to_nf4 (torchao@77ca57d1 torchao/dtypes/nf4tensor.py
+// NF4Tensor.from_tensor, double_quantize_scalers) asserts whole blocks of 64
+// values and whole groups of 256 scalers: every quantized weight a multiple
+// of 16,384 elements.
+void check_nf4_blocks(const ModelSpec& model, const std::string& origin) {
+  constexpr std::uint64_t k_group = 64 * 256;
+  const std::uint64_t h = model.hidden_size;
+  const std::uint64_t q_out = checked_mul(model.num_attention_heads, model.head_dim);
+  const std::uint64_t kv_out = checked_mul(model.num_key_value_heads, model.head_dim);
+  for (const std::uint64_t out : {q_out, kv_out, model.intermediate_size}) {
+    if (checked_mul(h, out) % k_group != 0) {
+      conflict(origin, fmt::format("torchao's to_nf4 quantizes whole groups of 64 × 256 values; {} has a "
+                                   "{} × {} projection",
+                                   model.name, out, h));
+    }
+  }
+}
+
+// torchtune's LoRA recipes (recipes/lora_finetune_single_device.py
+// @1814feb17): the model, adapters included, is built under
+// training.set_default_dtype, so lora_a and lora_b are in --dtype
+// (_setup_model checks it with validate_expected_param_dtype); dropout
+// defaults to the lora_llama3_* builders' 0.0 (the rank and targets are the
+// module's defaults, frameworks/torchtune.cpp). QLoRA's base is torchao's
+// NF4Tensor (modules/peft/lora.py LoRALinear with quantize_base, to_nf4).
+void resolve_torchtune_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  Lora& l = w.lora;
+  l.dtype = pick(r, in.lora_dtype, w.dtype, "lora_dtype");
+  if (l.dtype != w.dtype) {
+    conflict(in.lora_dtype->origin,
+             fmt::format("torchtune builds its adapters in the recipe's dtype (set_default_dtype): "
+                         "--lora-dtype {}",
+                         name_of(w.dtype)));
+  }
+  l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
+  if (l.kind == Adapter::qlora) {
+    Quant nf4;
+    nf4.kind = QuantKind::torchao_nf4;
+    w.quant = pick(r, in.quant, nf4, "quant");
+    if (w.quant.kind != QuantKind::torchao_nf4) {
+      conflict(in.quant->origin,
+               fmt::format("torchtune's QLoRA stores its base as torchao NF4 (to_nf4): --quant torchao-nf4, "
+                           "not {}",
+                           quant_text(w.quant)));
+    }
+    check_nf4_blocks(model, in.quant ? in.quant->origin : in.adapter->origin);
+  } else if (in.quant) {
+    conflict(in.quant->origin, "a quantized base is QLoRA: use --mode qlora");
+  }
+}
+
+}  // namespace
+
 // LoRA and QLoRA (docs/formulas.md, "LoRA and QLoRA"): PEFT's defaults,
 // and what the adapters can be attached to.
 void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
@@ -42,16 +98,21 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   // The framework's defaults: PEFT LoraConfig's r = 8, lora_dropout = 0 and
   // for Llama-style models q_proj and v_proj (utils/constants.py
   // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING); Unsloth's in
-  // frameworks/unsloth.cpp.
+  // frameworks/unsloth.cpp, torchtune's in frameworks/torchtune.cpp.
   const core::FrameworkModule& fw = core::framework_module(w.framework);
   l.rank = pick(r, in.lora_rank, fw.default_lora_rank, "lora_rank");
   l.targets = pick(r, in.lora_targets, fw.default_lora_targets, "lora_targets");
-  l.dtype = pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
-  l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
+  if (w.framework == Framework::torchtune) {
+    resolve_torchtune_lora(model, r, in);
+  } else {
+    l.dtype = pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
+    l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
+  }
   // Not used by the LoRA formulas (dtypes_of, gradient_dtype follow the
   // adapters); pure names the 16-bit frozen base.
   w.precision = Precision::pure;
   std::erase(r.defaulted, std::string("precision"));
+  if (w.framework == Framework::torchtune) return;
   if (qlora) {
     w.quant = pick(r, in.quant, io::parse_quant("bnb-nf4-dq", "--quant"), "quant");
     if (w.quant.kind != QuantKind::bnb_4bit) {

@@ -141,6 +141,11 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
   Quant& q = w.quant;
   const std::string& origin = in.quant->origin;
   const std::string name = quant_text(q);
+  if (q.kind == QuantKind::torchao_nf4) {
+    conflict(origin,
+             "torchao-nf4 is the base of torchtune's QLoRA recipe (--framework torchtune --mode qlora); "
+             "serving it is not modelled");
+  }
   if (q.kind == QuantKind::mxfp4 && model.experts == 0) {
     conflict(origin, fmt::format("mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert "
                                  "weights only, and {} has no experts",

@@ -284,6 +284,8 @@ Quant parse_quant(std::string_view text, const std::string& origin) {
   if (text == "fp8-block") return q.kind = QuantKind::fp8_block, q;
   if (text == "nvfp4") return q.kind = QuantKind::nvfp4, q;
   if (text == "mxfp4") return q.kind = QuantKind::mxfp4, q;
+  // torchtune's QLoRA base (--framework torchtune --mode qlora picks it).
+  if (text == "torchao-nf4") return q.kind = QuantKind::torchao_nf4, q;
   if (text.starts_with("gptq:") || text.starts_with("awq:")) {
     const bool gptq = text.starts_with("gptq:");
     const std::string_view rest = text.substr(gptq ? 5 : 4);

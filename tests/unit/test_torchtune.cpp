@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/inventory.hpp"
 #include "helpers.hpp"
 #include "vramcalc/io.hpp"
 
@@ -75,6 +76,57 @@ TEST_CASE("torchtune: the chunked loss keeps less than the fp32 logits", "[torch
   CHECK(chunked.peak_allocated < standard.peak_allocated);
 }
 
+TEST_CASE("torchtune: a LoRA layer over a frozen bf16 base, by hand", "[torchtune][lora]") {
+  // Rank 64 on q, v, output_proj, w1, w2, w3 (the configs' targets, the
+  // default). The frozen scales keep no normalised input; the norms'
+  // outputs are kept for the q/v and w1/w3 adapters, the product for w2's,
+  // the attention output (kept by the attention) for output_proj's; each
+  // adapter adds its lora_a output (2·rank); the frozen embedding keeps no
+  // token ids.
+  constexpr std::uint64_t r = 64;
+  const Budget lora = tune({{"mode", "lora"}, {"lora_rank", "64"}});
+  const std::uint64_t layer = T * (2 * (6 * h + 4) + 8 * d + 8 * a * d + 4 * a + 8 * I + 6 * 2 * r);
+  CHECK(component(lora, Component::activations) == L * layer + 131072 * d * 4);
+  // Adapters only on q and v: the MLP norm's output and the product go.
+  const Budget qv = tune({{"mode", "lora"}, {"lora_rank", "64"}, {"lora_targets", "q,v"}});
+  const std::uint64_t qv_layer =
+      T * ((6 * h + 4) + (4 * h + 4) + 8 * d + 8 * a * d + 4 * a + 6 * I + 2 * 2 * r);
+  CHECK(component(qv, Component::activations) == L * qv_layer + 131072 * d * 4);
+}
+
+TEST_CASE("torchtune: QLoRA's base is torchao NF4, by hand", "[torchtune][lora][quant]") {
+  // Per quantized n-element weight (to_nf4, blocks of 64, 256 scalers per
+  // factor): n/2 uint8 codes, n/64 int8 scalers, n/16384 bf16 factors, a
+  // bf16 mean and a 16-entry bf16 table.
+  const auto nf4 = [](std::uint64_t n) { return n / 2 + n / 64 + 2 * (n / 16384) + 2 + 32; };
+  const std::uint64_t kv = 8 * d;
+  const std::uint64_t per_layer = 2 * nf4(h * h) + 2 * nf4(kv * h) + 3 * nf4(h * I);
+  // The tied embedding and the norms stay bf16; rank-64 adapters in bf16.
+  const std::uint64_t V = 128256;
+  const std::uint64_t unquantized = 2 * (V * h + (2 * L + 1) * h);
+  const std::uint64_t adapters = 64 * (2 * (h + h) + (h + kv) + 3 * (h + I));
+  const Budget q = tune({{"mode", "qlora"}, {"lora_rank", "64"}, {"checkpoint", "full"}});
+  CHECK(component(q, Component::weights) == L * per_layer + unquantized + 2 * L * adapters);
+  CHECK(component(q, Component::gradients) == 2 * L * adapters);
+  CHECK(component(q, Component::optimizer_states) == 4 * L * adapters);
+}
+
+TEST_CASE("torchtune: QLoRA's backward dequantizes one weight at a time", "[torchtune][lora][quant]") {
+  const ModelSpec m = load_model("llama-3.2-3b");
+  const auto backward = [&](test::Settings s) {
+    WorkloadInput in =
+        test::input({{"mode", "qlora"}, {"framework", "torchtune"}, {"batch", "2"}, {"seq", "4096"}});
+    overlay(in, test::input(s));
+    const PlanRequest r = resolve(m, in);
+    return core::total_bytes(core::torchtune_profile(r.model, r.workload).layer_backward);
+  };
+  // The MLP's three b·s·I gradients, then the h×I weight: eager, two int64
+  // code halves (8 B per element), the looked-up, scaled and stacked bf16
+  // values (6 B); compiled, the bf16 weight alone.
+  CHECK(backward({}) == 3 * T * I * 2 + 14 * h * I);
+  CHECK(backward({{"compile", "model"}}) == 3 * T * I * 2 + 2 * h * I);
+}
+
 TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
   const ModelSpec m = load_model("llama-3.2-3b");
   const auto refused = [&](const std::string& key, const std::string& value, const std::string& why) {
@@ -95,4 +147,15 @@ TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
                     Catch::Contains("--grad-accum 1"));
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"optimizer_in_backward", "yes"}}),
                     Catch::Contains("--framework torchtune only"));
+  const auto lora_refused = [&](test::Settings s, const std::string& why) {
+    WorkloadInput in = test::input({{"mode", "qlora"}, {"framework", "torchtune"}});
+    overlay(in, test::input(s));
+    CHECK_THROWS_WITH(resolve(m, in), Catch::Contains(why));
+  };
+  lora_refused({{"optimizer_in_backward", "yes"}}, "no optimizer_in_bwd");
+  lora_refused({{"lora_dtype", "fp32"}}, "--lora-dtype bf16");
+  lora_refused({{"quant", "bnb-nf4-dq"}}, "--quant torchao-nf4");
+  lora_refused({{"loss", "standard"}, {"compile", "yes"}}, "compiles the standard loss");
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "qlora"}, {"quant", "torchao-nf4"}}),
+                    Catch::Contains("bitsandbytes 4-bit"));
 }

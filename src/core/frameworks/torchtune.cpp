@@ -23,8 +23,6 @@ std::string_view torchtune_refusal(TrainingFeature f) {
     case TrainingFeature::freeze:
       return "torchtune's full fine-tune recipe trains every parameter; --freeze is modelled for --framework "
              "hf";
-    case TrainingFeature::adapters:
-      return "torchtune's LoRA and QLoRA recipes are not modelled yet; PEFT's are (--framework hf)";
     case TrainingFeature::selective_recompute:
     case TrainingFeature::op_checkpoint:
       return "torchtune's single-device recipe checkpoints every decoder layer "
@@ -58,6 +56,21 @@ ActivationProfile torchtune_activations(const ModelSpec& m, const Workload& w, D
   return torchtune_profile(m, w, d);
 }
 
+// The LoRA recipe (recipes/lora_finetune_single_device.py @1814feb17) has
+// no optimizer_in_bwd, and it keeps compile_loss's return value, so a
+// standard loss is compiled whole there (not modelled; the chunked loss's
+// compute_cross_entropy is compiled as in the full recipe).
+std::string torchtune_lora_unmodelled(const Workload& w) {
+  if (w.optimizer_in_backward) {
+    return "torchtune's LoRA recipe has no optimizer_in_bwd: drop --optimizer-in-backward";
+  }
+  if (w.loss.kind != LossImpl::chunked && w.compile == Compile::model_and_loss) {
+    return "torchtune's LoRA recipe compiles the standard loss whole (training.compile_loss), which is not "
+           "modelled: use --loss chunked or --compile model";
+  }
+  return {};
+}
+
 // What the module covers: torchtune's Llama on one GPU, in bf16, with its
 // checkpointing of every layer, and activation offload only beside it (the
 // recipe raises otherwise).
@@ -86,6 +99,7 @@ std::string torchtune_unmodelled(const ModelSpec& m, const Workload& w) {
     return "torchtune's recipe requires enable_activation_checkpointing with enable_activation_offloading: "
            "add --checkpoint full";
   }
+  if (w.lora.kind != Adapter::none) return torchtune_lora_unmodelled(w);
   return {};
 }
 
@@ -114,6 +128,11 @@ extern const FrameworkModule k_torchtune_framework{
     .loss_text = "fp32",
     .activation_section = "torchtune — --framework torchtune",
     .loss_section = "torchtune — --framework torchtune",
+    // What every Llama 3.1 and 3.2 LoRA config at 1814feb17 sets
+    // (lora_attn_modules q_proj, v_proj, output_proj; apply_lora_to_mlp
+    // True: w1, w2, w3), and the lora_llama3_* builders' rank 8.
+    .default_lora_rank = 8,
+    .default_lora_targets = lora_q | lora_v | lora_o | lora_gate | lora_up | lora_down,
 };
 
 }  // namespace vramcalc::core

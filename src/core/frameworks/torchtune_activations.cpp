@@ -4,7 +4,11 @@
 // (torchtune/models/llama3_1/_component_builders.py llama3_1) in pure bf16:
 // no autocast, every parameter bf16 under training.set_default_dtype. The
 // norms and the rotary embedding compute in fp32 inside and cast back.
-// docs/formulas.md, "torchtune", lists every entry with its source.
+// Under --mode lora and qlora the same modules run with a frozen bf16 (or
+// torchao NF4) base and bf16 LoRALinear adapters
+// (recipes/lora_finetune_single_device.py): what the frozen weights' own
+// gradients would need is not kept. docs/formulas.md, "torchtune", lists
+// every entry with its source.
 #include <fmt/format.h>
 
 #include "core/inventory.hpp"
@@ -35,31 +39,52 @@ constexpr std::string_view k_output =
     "chunked_output";
 constexpr std::string_view k_step =
     "torchtune@1814feb17 recipes/full_finetune_single_device.py _loss_step (del logits after the loss)";
+constexpr std::string_view k_lora =
+    "torchtune@1814feb17 torchtune/modules/peft/lora.py LoRALinear.forward (lora_b(lora_a(dropout(x)))); "
+    "derivatives.yaml mm (a frozen weight's matmul keeps no input)";
+constexpr std::string_view k_nf4 =
+    "torchao@77ca57d1 torchao/dtypes/nf4tensor.py LinearNF4.backward (weight.to(grad_output.dtype)), "
+    "NF4Tensor.get_original_weight";
 constexpr std::string_view k_chunked =
     "torchtune@1814feb17 torchtune/modules/loss/ce_chunked_output_loss.py CEWithChunkedOutputLoss "
     "(compute_cross_entropy: F.cross_entropy of logits.float() per chunk)";
 
 struct Tune {
   Dims x;
-  DType cd;       // bf16
-  bool compiled;  // each decoder layer under torch.compile
+  DType cd;          // bf16
+  bool compiled;     // each decoder layer under torch.compile
+  const Lora* lora;  // the adapters of a frozen base, or null
+  [[nodiscard]] bool adapted(std::uint8_t targets) const { return lora && (lora->targets & targets) != 0; }
+  // The input of these projections is kept for an adapter's lora_a (none
+  // with dropout: lora_a then keeps the dropout's output).
+  [[nodiscard]] bool input_kept(std::uint8_t targets) const {
+    return lora == nullptr || (adapted(targets) && lora->dropout == 0.0);
+  }
 };
 
 // RMSNorm: the fp32 copy of the input (kept by pow and the rsqrt multiply),
 // the fp32 rsqrt per row, the normalised input cast back to bf16 (kept by
 // the scale multiply) and the output the projections keep. Compiled, the
 // norm is one kernel whose backward recomputes from its input and rstd.
-void norm(Inventory& inv, std::string_view id, std::string_view what, const Tune& c, bool compiled) {
+// A frozen scale's multiply keeps only the scale (a parameter), and the
+// output is kept only where an adapter's lora_a reads it (`output_kept`).
+void norm(Inventory& inv, std::string_view id, std::string_view what, const Tune& c, bool compiled,
+          bool output_kept) {
   const std::uint64_t n = checked_mul(c.x.T, c.x.h);
   if (!compiled) {
     inv.add(cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"), n,
             DType::fp32, "b·s·h", k_norm);
     inv.add(cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by mul"), c.x.T, DType::fp32, "b·s", k_norm);
-    inv.add(cat(id, ".normalized"), cat(what, ": normalised input in bf16, kept by the scale multiply"), n,
-            c.cd, "b·s·h", k_norm);
+    if (c.lora == nullptr) {
+      inv.add(cat(id, ".normalized"), cat(what, ": normalised input in bf16, kept by the scale multiply"), n,
+              c.cd, "b·s·h", k_norm);
+    }
   }
-  inv.add(cat(id, ".output"), cat(what, ": output, kept by the projections it feeds"), n, c.cd, "b·s·h",
-          k_norm);
+  if (!output_kept) return;
+  inv.add(cat(id, ".output"),
+          cat(what, c.lora ? ": output, kept by the adapters' lora_a"
+                           : ": output, kept by the projections it feeds"),
+          n, c.cd, "b·s·h", c.lora ? cat(k_norm, "; ", k_lora) : std::string(k_norm));
 }
 
 // Attention. RoPE multiplies the fp32 input by rows of its fp32 cos/sin
@@ -87,12 +112,70 @@ void attention(Inventory& inv, const Tune& c, bool packed) {
 
 // FeedForward w2(silu(w1 x) · w3 x); compiled, silu and the product fuse
 // and silu is recomputed from w1's output.
+// With a frozen w2 the product is kept only for w2's adapter.
 void feed_forward(Inventory& inv, const Tune& c) {
   const std::uint64_t n = checked_mul(c.x.T, c.x.I);
   inv.add("mlp.w1_out", "w1 output, kept by silu", n, c.cd, "b·s·I", k_mlp);
   if (!c.compiled) inv.add("mlp.act", "silu(w1 x), kept by the product", n, c.cd, "b·s·I", k_mlp);
   inv.add("mlp.w3_out", "w3 output, kept by the product", n, c.cd, "b·s·I", k_mlp);
-  inv.add("mlp.product", "silu(w1 x)·w3 x, kept by w2", n, c.cd, "b·s·I", k_mlp);
+  if (c.input_kept(lora_down)) {
+    inv.add("mlp.product", c.lora ? "silu(w1 x)·w3 x, kept by w2's lora_a" : "silu(w1 x)·w3 x, kept by w2", n,
+            c.cd, "b·s·I", c.lora ? cat(k_mlp, "; ", k_lora) : std::string(k_mlp));
+  }
+}
+
+// LoRALinear's adapter path, per adapted projection: lora_b keeps lora_a's
+// bf16 output (b·s·rank); lora_a keeps its input, which the norms' outputs,
+// the attention output and the MLP product already count (shared by the
+// adapters reading it). With dropout p > 0 (nn.Dropout): a bool mask and the
+// dropped input, kept by lora_a, per adapter.
+void adapters(Inventory& inv, const Tune& c) {
+  struct Target {
+    LoraTarget bit;
+    std::string_view name;
+    std::uint64_t in;
+    std::string_view in_expr;
+  };
+  const Dims& x = c.x;
+  const std::uint64_t q = checked_mul(x.a, x.d);
+  const Target targets[] = {{lora_q, "q_proj", x.h, "b·s·h"}, {lora_k, "k_proj", x.h, "b·s·h"},
+                            {lora_v, "v_proj", x.h, "b·s·h"}, {lora_o, "output_proj", q, "b·s·a·d"},
+                            {lora_gate, "w1", x.h, "b·s·h"},  {lora_up, "w3", x.h, "b·s·h"},
+                            {lora_down, "w2", x.I, "b·s·I"}};
+  for (const Target& t : targets) {
+    if (!c.adapted(t.bit)) continue;
+    inv.add(cat("lora.", t.name, ".a_output"), cat(t.name, " adapter: lora_a output, kept by lora_b"),
+            checked_mul(x.T, c.lora->rank), c.cd, "b·s·rank", k_lora);
+    if (c.lora->dropout > 0.0) {
+      const std::uint64_t n = checked_mul(x.T, t.in);
+      inv.add(cat("lora.", t.name, ".dropout_mask"), cat(t.name, " adapter: dropout mask (bool)"), n,
+              DType::boolean, t.in_expr, cat(k_lora, "; derivatives.yaml native_dropout"));
+      inv.add(cat("lora.", t.name, ".dropout_output"),
+              cat(t.name, " adapter: dropout output, kept by lora_a"), n, c.cd, t.in_expr, k_lora);
+    }
+  }
+}
+
+// QLoRA: LinearNF4's backward dequantizes the weight for the input's
+// gradient, one linear at a time; the largest is an h×I MLP weight.
+// Eager, NF4Tensor.get_original_weight holds its locals until it returns:
+// the two halves of the codes as int64 (4 bytes per weight element each),
+// their looked-up and their scaled bf16 values (1 each) and the stacked
+// bf16 weight (2): 14 bytes per element. Compiled (each layer under
+// torch.compile, the dequantization traced into it), one fused kernel
+// writes the bf16 weight (analysis).
+void nf4_dequant(ActivationProfile& p, const Tune& c) {
+  const std::uint64_t n = checked_mul(c.x.h, c.x.I);
+  if (c.compiled) {
+    p.layer_backward.add("layer_backward.nf4_weight", "an NF4 weight dequantized to bf16 for its backward mm",
+                         n, c.cd, "h·I", cat(k_nf4, " (compiled: one fused kernel, analysis)"));
+    return;
+  }
+  p.layer_backward.add("layer_backward.nf4_codes", "an NF4 weight's two code halves as int64", n,
+                       DType::int64, "2 · h·I/2", k_nf4);
+  p.layer_backward.add("layer_backward.nf4_halves",
+                       "its looked-up and scaled halves in bf16, and the stacked bf16 weight",
+                       checked_mul(3, n), c.cd, "3·h·I", k_nf4);
 }
 
 // The standard loss: the model returns output(h).float(), fp32 logits the
@@ -145,10 +228,12 @@ void chunked_loss(ActivationProfile& p, const Tune& c, const Workload& w) {
     p.loss_backward.add("loss.grad_chunks",
                         "every chunk's bf16 logit gradient, before the projections' backward", logits, c.cd,
                         "b·s·V", order);
-    p.loss_backward.add(
-        "loss.grad_output_weight",
-        "the output weight's gradient summed over the chunks: the running sum and one chunk's",
-        checked_product(2, c.x.V, c.x.h), c.cd, "2·V·h", order);
+    if (c.lora == nullptr) {
+      p.loss_backward.add(
+          "loss.grad_output_weight",
+          "the output weight's gradient summed over the chunks: the running sum and one chunk's",
+          checked_product(2, c.x.V, c.x.h), c.cd, "2·V·h", order);
+    }
     p.loss_backward_freed = bytes_for(logits, c.cd);
     return;
   }
@@ -164,27 +249,34 @@ void chunked_loss(ActivationProfile& p, const Tune& c, const Workload& w) {
 }  // namespace
 
 ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detail d) {
-  const Tune c{dims_of(m, w.batch, w.seq), dtypes_of(w).compute, w.compile != Compile::none};
+  const Tune c{dims_of(m, w.batch, w.seq), dtypes_of(w).compute, w.compile != Compile::none,
+               w.lora.kind == Adapter::none ? nullptr : &w.lora};
   const Dims& x = c.x;
   // The recipe's packed collate (data/_collate.py padded_collate_packed)
   // passes input_pos; the plans model packed batches (seq = the pack).
   constexpr bool packed = true;
   ActivationProfile p(d);
-  norm(p.layer, "sa_norm", "attention norm", c, c.compiled);
+  norm(p.layer, "sa_norm", "attention norm", c, c.compiled, c.input_kept(lora_q | lora_k | lora_v));
   attention(p.layer, c, packed);
-  norm(p.layer, "mlp_norm", "MLP norm", c, c.compiled);
+  norm(p.layer, "mlp_norm", "MLP norm", c, c.compiled, c.input_kept(lora_gate | lora_up));
   feed_forward(p.layer, c);
+  if (c.lora) adapters(p.layer, c);
   p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h),
                      c.cd, "b·s·h", k_ckpt);
-  p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
-              "b·s", "derivatives.yaml embedding (indices)");
+  // A frozen embedding keeps no token ids.
+  if (c.lora == nullptr) {
+    p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
+                "b·s", "derivatives.yaml embedding (indices)");
+  }
   p.model.add("rope.cache", "RoPE cos/sin cache, an fp32 buffer [max_seq_len, d/2, 2] shared by all layers",
               checked_mul(m.max_position_embeddings, x.d), DType::fp32, "max_seq_len·d",
               "torchtune@1814feb17 torchtune/models/llama3_1/_position_embeddings.py "
               "Llama3ScaledRoPE.build_rope_cache; _component_builders.py llama3_1 (one rope for all layers)");
   // The final norm and the output projection are not compiled
   // (training/_compile.py compile_model compiles the decoder layers only).
-  norm(p.head, "norm", "final norm", c, false);
+  // A frozen output projection keeps no input (not adapted: the configs at
+  // 1814feb17 leave apply_lora_to_output False).
+  norm(p.head, "norm", "final norm", c, false, c.lora == nullptr);
   if (w.loss.kind == LossImpl::chunked) {
     chunked_loss(p, c, w);
   } else {
@@ -193,12 +285,16 @@ ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detai
   p.layer_backward.add("layer_backward.mlp_grads", "MLP intermediate gradients (product, act, w3 output)",
                        checked_product(3, x.T, x.I), c.cd, "3·b·s·I",
                        "derivation from derivatives.yaml mm and mul backward");
+  if (w.lora.kind == Adapter::qlora) nf4_dequant(p, c);
   if (d == Detail::tree) {
     p.assumptions.emplace_back(
         "activations",
         fmt::format("torchtune profile (its Llama, packed batches under flex attention, pure {}, "
-                    "no dropout{})",
+                    "no dropout{}{})",
                     name_of(c.cd),
+                    w.lora.kind == Adapter::qlora  ? ", frozen NF4 base, bf16 LoRA adapters"
+                    : w.lora.kind == Adapter::lora ? ", frozen bf16 base, bf16 LoRA adapters"
+                                                   : "",
                     w.compile == Compile::model_and_loss ? ", each layer and the loss compiled"
                     : c.compiled                         ? ", each layer compiled"
                                                          : ""));
