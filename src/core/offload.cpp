@@ -48,12 +48,20 @@ std::vector<Node> host_link_traffic(const ModelSpec& m, const Workload& w) {
     // sends the fp32 gradient shard back after the reduce-scatter
     // (fsdp/_fully_shard/_fsdp_param.py all_gather_inputs;
     // _fsdp_collectives.py foreach_reduce; FSDP1 _flat_param.py, _runtime_utils.py _offload_grad).
+    // torchtune's shards and gradients are bf16 (no MixedPrecisionPolicy).
     const std::uint64_t shard = bytes_for(shard_elements(all, N), weight_dtype(w));
-    add("h2d.param_shards", "fp32 parameter shards for the forward and backward all-gathers",
-        checked_mul(2, shard), k, "2 × 4·P/N per micro-batch",
+    const bool fp32 = weight_dtype(w) == DType::fp32;
+    add("h2d.param_shards",
+        fp32 ? "fp32 parameter shards for the forward and backward all-gathers"
+             : "bf16 parameter shards for the forward and backward all-gathers",
+        checked_mul(2, shard), k, fp32 ? "2 × 4·P/N per micro-batch" : "2 × 2·P/N per micro-batch",
         "PyTorch FSDP2 _fsdp_param.py; FSDP1 _flat_param.py");
-    add("d2h.grad_shards", "fp32 gradient shards after each reduce-scatter", bytes_for(S, DType::fp32), k,
-        "4·P/N per micro-batch", "PyTorch FSDP2 _fsdp_collectives.py foreach_reduce");
+    const DType g = gradient_dtype(w);
+    add("d2h.grad_shards",
+        g == DType::fp32 ? "fp32 gradient shards after each reduce-scatter"
+                         : "bf16 gradient shards after each reduce-scatter",
+        bytes_for(S, g), k, g == DType::fp32 ? "4·P/N per micro-batch" : "2·P/N per micro-batch",
+        "PyTorch FSDP2 _fsdp_collectives.py foreach_reduce");
     return out;
   }
   const DType half = weight_dtype(w);
@@ -147,9 +155,10 @@ namespace {
       o.device == OffloadDevice::nvme ? "NVMe behind pinned host buffers" : "host memory";
   std::string what;
   if (o.fsdp) {
-    what =
-        "PyTorch FSDP CPUOffload: the fp32 parameter, gradient and optimizer shards in pinned host memory; "
-        "the optimizer step runs on the CPU";
+    what = fmt::format(
+        "PyTorch FSDP CPUOffload: the {} parameter, gradient and optimizer shards in pinned host memory; "
+        "the optimizer step runs on the CPU",
+        name_of(weight_dtype(w)));
   } else {
     what = fmt::format(
         "DeepSpeed ZeRO-{} {}: master weights, optimizer states and fp32 gradients in {}{}; the "
@@ -168,7 +177,8 @@ namespace {
                        (o.kind == OffloadKind::params && component == name_of(Component::weights));
     if (moved) why += "; offloaded: on the host";
     if (component == name_of(Component::gradients)) {
-      why = o.fsdp ? "fp32 gradient shards on the host after each reduce-scatter; offloaded"
+      why = o.fsdp ? fmt::format("{} gradient shards on the host after each reduce-scatter; offloaded",
+                                 name_of(gradient_dtype(w)))
                    : "on the GPU only DeepSpeed's IPG reduce bucket (reduce_bucket_size 5e8 16-bit "
                      "elements); the fp32 gradient partition is on the host";
     }

@@ -207,8 +207,9 @@ void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& la
   }
   if (w.offload.kind == OffloadKind::params) {
     // The layer's shard comes from the host before its all-gather: FSDP's
-    // fp32 shard (cast on the GPU), DeepSpeed's 16-bit partition.
-    const DType from = w.offload.fsdp ? DType::fp32 : wd;
+    // shard in the parameters' dtype (fp32 under amp, cast on the GPU; bf16
+    // under torchtune), DeepSpeed's 16-bit partition.
+    const DType from = w.offload.fsdp ? weight_dtype(w) : wd;
     for (Inventory* inv : {&fwd, &bwd}) {
       inv->add("offload.layer_shard", "the layer's shard copied from the host before its all-gather",
                shard_elements(t.params.per_layer, zero_ranks(w)), from, "⌈layer parameters / N⌉",

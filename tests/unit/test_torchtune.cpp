@@ -127,6 +127,23 @@ TEST_CASE("torchtune: QLoRA's backward dequantizes one weight at a time", "[torc
   CHECK(backward({{"compile", "model"}}) == 3 * T * I * 2 + 2 * h * I);
 }
 
+TEST_CASE("torchtune: FSDP2 shards bf16 parameters, gradients and AdamW states", "[torchtune][fsdp]") {
+  // Llama 3.2 3B: P parameters, every tensor a multiple of 8 elements.
+  constexpr std::uint64_t P = 3212749824;
+  const Budget two = tune({{"dp", "2"}, {"zero", "3"}, {"checkpoint", "full"}});
+  // No MixedPrecisionPolicy: the shards are bf16 (2 B), so are the
+  // reduce-scattered gradients and torch.optim's states (2 × 2 B).
+  CHECK(component(two, Component::weights) == P / 2 * 2);
+  CHECK(component(two, Component::gradients) == P / 2 * 2);
+  CHECK(component(two, Component::optimizer_states) == P / 2 * 4);
+  CHECK(component(two, Component::master_weights) == 0);
+  // fsdp_cpu_offload (CPUOffloadPolicy): all of it in host memory, bf16.
+  const Budget off = tune({{"dp", "8"}, {"zero", "3"}, {"checkpoint", "full"}, {"offload", "params"}});
+  CHECK(component(off, Component::weights) == 0);
+  CHECK(component(off, Component::optimizer_states) == 0);
+  CHECK(off.host_bytes == P / 8 * (2 + 2 + 4));
+}
+
 TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
   const ModelSpec m = load_model("llama-3.2-3b");
   const auto refused = [&](const std::string& key, const std::string& value, const std::string& why) {
@@ -135,8 +152,10 @@ TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
                       Catch::Contains(why));
   };
   refused("precision", "amp", "pure bf16");
-  refused("tp", "2", "one GPU");
-  refused("dp", "2", "one GPU");
+  refused("tp", "2", "tensor, sequence, context");
+  refused("dp", "2", "not ZeRO stage 0");
+  refused("zero", "3", "--dp 2 or more");
+  refused("offload", "params", "single-device recipe has no optimizer or parameter offload");
   refused("checkpoint", "selective-op", "every decoder layer");
   refused("attention", "eager", "flex attention");
   refused("offload", "activations", "enable_activation_checkpointing");

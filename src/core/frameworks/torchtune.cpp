@@ -29,13 +29,11 @@ std::string_view torchtune_refusal(TrainingFeature f) {
              "(enable_activation_checkpointing): use --checkpoint full or none";
     case TrainingFeature::model_parallel:
     case TrainingFeature::context_parallel:
-      return "torchtune's single-device recipe runs on one GPU: tensor, sequence, context, pipeline and "
-             "expert parallelism are not part of it";
+      return "torchtune's recipes are modelled on one GPU and under FSDP2 data parallelism: tensor, "
+             "sequence, context, pipeline and expert parallelism are not part of them";
     case TrainingFeature::hybrid_shard:
-      return "torchtune's single-device recipe does not shard; its distributed recipe is not modelled yet";
-    case TrainingFeature::offload:
-      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
-             "optimizer is --optimizer paged-adamw-8bit); only --offload activations";
+      return "torchtune's distributed recipes shard over every rank (training.shard_model, fully_shard on a "
+             "1-D mesh): --fsdp full or --zero 3";
     case TrainingFeature::float8:
       return "torchtune's float8 training is not modelled; --float8 is modelled for --framework torchtitan";
     default:
@@ -54,6 +52,36 @@ Dropout torchtune_dropout(const ModelSpec& /*m*/) {
 
 ActivationProfile torchtune_activations(const ModelSpec& m, const Workload& w, Detail d) {
   return torchtune_profile(m, w, d);
+}
+
+// One GPU (the single-device recipes), or FSDP2 over dp ranks (the
+// distributed recipes, full_finetune_distributed.py and
+// lora_finetune_distributed.py @1814feb17): training.shard_model calls
+// fully_shard on every decoder layer and the root with no mp_policy, so
+// the bf16 parameters are sharded, gathered and their gradients
+// reduce-scattered in bf16, and reshard_after_forward is True
+// (fsdp_reshard_after_forward's default): ZeRO-3. fsdp_cpu_offload is
+// FSDP2's CPUOffloadPolicy: --offload params (offload_rules.cpp).
+std::string torchtune_layout_unmodelled(const Workload& w) {
+  if (w.dp == 1 && w.zero == 0) {
+    if (w.offload.kind != OffloadKind::none) {
+      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
+             "optimizer is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is "
+             "--dp 2 or more with --zero 3 and --offload params";
+    }
+    return {};
+  }
+  if (w.zero != 3) {
+    return fmt::format(
+        "torchtune's distributed recipes shard with FSDP2 fully_shard (reshard_after_forward True, ZeRO-3): "
+        "give --zero 3 or --fsdp full, not ZeRO stage {}",
+        w.zero);
+  }
+  if (w.dp < 2) {
+    return "torchtune's distributed recipes shard over their data-parallel ranks: give --dp 2 or more (one "
+           "GPU is the single-device recipe, without --zero)";
+  }
+  return {};
 }
 
 // The LoRA recipe (recipes/lora_finetune_single_device.py @1814feb17) has
@@ -79,10 +107,7 @@ std::string torchtune_unmodelled(const ModelSpec& m, const Workload& w) {
     return fmt::format("torchtune's profile models its Llama modules (model_type llama); {} is {}", m.name,
                        name_of(m.type));
   }
-  if (w.dp != 1 || w.zero != 0) {
-    return "torchtune's single-device recipe runs on one GPU: give --dp 1 and no --zero or --fsdp (its "
-           "distributed recipe is not modelled yet)";
-  }
+  if (std::string why = torchtune_layout_unmodelled(w); !why.empty()) return why;
   if (w.dtype != DType::bf16 || w.precision != Precision::pure) {
     return "torchtune's recipe trains in bf16 only (training.get_dtype rejects fp16; fp32 is not modelled "
            "here): use --dtype bf16 --precision pure";
