@@ -92,6 +92,12 @@ TEST_CASE("torchtune: a LoRA layer over a frozen bf16 base, by hand", "[torchtun
   const std::uint64_t qv_layer =
       T * ((6 * h + 4) + (4 * h + 4) + 8 * d + 8 * a * d + 4 * a + 6 * I + 2 * 2 * r);
   CHECK(component(qv, Component::activations) == L * qv_layer + 131072 * d * 4);
+  // lora_dropout: each adapter keeps a bool mask and the dropped bf16
+  // input (3 B per input element) instead of the shared input.
+  const Budget drop = tune({{"mode", "lora"}, {"lora_rank", "64"}, {"lora_dropout", "0.1"}});
+  const std::uint64_t drop_layer =
+      T * (2 * (4 * h + 4) + 8 * d + 8 * a * d + 4 * a + 6 * I + 6 * 2 * r + 3 * (4 * h + a * d + I));
+  CHECK(component(drop, Component::activations) == L * drop_layer + 131072 * d * 4);
 }
 
 TEST_CASE("torchtune: QLoRA's base is torchao NF4, by hand", "[torchtune][lora][quant]") {

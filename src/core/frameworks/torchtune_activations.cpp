@@ -43,7 +43,7 @@ constexpr std::string_view k_lora =
     "torchtune@1814feb17 torchtune/modules/peft/lora.py LoRALinear.forward (lora_b(lora_a(dropout(x)))); "
     "derivatives.yaml mm (a frozen weight's matmul keeps no input)";
 constexpr std::string_view k_nf4 =
-    "torchao@77ca57d1 torchao/dtypes/nf4tensor.py LinearNF4.backward (weight.to(grad_output.dtype)), "
+    "torchao@77ca57d1 torchao/dtypes/nf4tensor.py LinearNF4.forward, backward (weight.to), "
     "NF4Tensor.get_original_weight";
 constexpr std::string_view k_chunked =
     "torchtune@1814feb17 torchtune/modules/loss/ce_chunked_output_loss.py CEWithChunkedOutputLoss "
@@ -156,26 +156,27 @@ void adapters(Inventory& inv, const Tune& c) {
   }
 }
 
-// QLoRA: LinearNF4's backward dequantizes the weight for the input's
-// gradient, one linear at a time; the largest is an h×I MLP weight.
-// Eager, NF4Tensor.get_original_weight holds its locals until it returns:
-// the two halves of the codes as int64 (4 bytes per weight element each),
-// their looked-up and their scaled bf16 values (1 each) and the stacked
-// bf16 weight (2): 14 bytes per element. Compiled (each layer under
-// torch.compile, the dequantization traced into it), one fused kernel
-// writes the bf16 weight (analysis).
+// QLoRA: LinearNF4 dequantizes the weight in its forward (weight.to) and
+// again in its backward for the input's gradient, one linear at a time;
+// the largest is an h×I MLP weight. Eager, NF4Tensor.get_original_weight
+// holds its locals until it returns: the two halves of the codes as int64
+// (4 bytes per weight element each), their looked-up and their scaled bf16
+// values (1 each) and the stacked bf16 weight (2): 14 bytes per element.
+// Compiled (each layer under torch.compile, the dequantization traced into
+// it), one fused kernel writes the bf16 weight (analysis). Counted in a
+// layer's backward and at the last layer's forward.
 void nf4_dequant(ActivationProfile& p, const Tune& c) {
   const std::uint64_t n = checked_mul(c.x.h, c.x.I);
-  if (c.compiled) {
-    p.layer_backward.add("layer_backward.nf4_weight", "an NF4 weight dequantized to bf16 for its backward mm",
-                         n, c.cd, "h·I", cat(k_nf4, " (compiled: one fused kernel, analysis)"));
-    return;
+  for (Inventory* inv : {&p.layer_backward, &p.forward_extra}) {
+    if (c.compiled) {
+      inv->add("nf4.weight", "an NF4 weight dequantized to bf16 for its mm", n, c.cd, "h·I",
+               cat(k_nf4, " (compiled: one fused kernel, analysis)"));
+      continue;
+    }
+    inv->add("nf4.codes", "an NF4 weight's two code halves as int64", n, DType::int64, "2 · h·I/2", k_nf4);
+    inv->add("nf4.halves", "its looked-up and scaled halves in bf16, and the stacked bf16 weight",
+             checked_mul(3, n), c.cd, "3·h·I", k_nf4);
   }
-  p.layer_backward.add("layer_backward.nf4_codes", "an NF4 weight's two code halves as int64", n,
-                       DType::int64, "2 · h·I/2", k_nf4);
-  p.layer_backward.add("layer_backward.nf4_halves",
-                       "its looked-up and scaled halves in bf16, and the stacked bf16 weight",
-                       checked_mul(3, n), c.cd, "3·h·I", k_nf4);
 }
 
 // The standard loss: the model returns output(h).float(), fp32 logits the
@@ -290,8 +291,9 @@ ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detai
     p.assumptions.emplace_back(
         "activations",
         fmt::format("torchtune profile (its Llama, packed batches under flex attention, pure {}, "
-                    "no dropout{}{})",
+                    "{}{}{})",
                     name_of(c.cd),
+                    c.lora && c.lora->dropout > 0.0 ? "dropout on the adapters only" : "no dropout",
                     w.lora.kind == Adapter::qlora  ? ", frozen NF4 base, bf16 LoRA adapters"
                     : w.lora.kind == Adapter::lora ? ", frozen bf16 base, bf16 LoRA adapters"
                                                    : "",
