@@ -1,9 +1,12 @@
 // torchtune (--framework torchtune): PyTorch's fine-tuning library, its
 // single-device full fine-tune recipe (recipes/full_finetune_single_device.py
-// @1814feb17). The model is built under training.set_default_dtype(bf16): pure
-// bf16 parameters, gradients and torch.optim states, no fp32 master and no
-// autocast (the recipe's docstring: mixed precision is not supported). Its
-// Llama modules are in torchtune_activations.cpp.
+// @1814feb17), its single-device LoRA and QLoRA recipe
+// (lora_finetune_single_device.py) and its distributed full fine-tune recipe
+// under FSDP2 (full_finetune_distributed.py). The model is built under
+// training.set_default_dtype(bf16): pure bf16 parameters, gradients and
+// torch.optim states, no fp32 master and no autocast (the recipe's
+// docstring: mixed precision is not supported). Its Llama modules are in
+// torchtune_activations.cpp.
 #include <fmt/format.h>
 
 #include "core/frameworks/framework.hpp"
