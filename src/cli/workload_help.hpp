@@ -74,13 +74,14 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"tp",
      "tensor-parallel ranks, with --engine vllm (--tensor-parallel-size) or --mode train --framework "
      "megatron "
-     "(--tensor-model-parallel-size); the plan is one rank's: heads, the MLP and the vocabulary split, KV "
+     "(--tensor-model-parallel-size) or torchtitan (tensor_parallel_degree, always with sequence "
+     "parallelism); the plan is one rank's: heads, the MLP and the vocabulary split, KV "
      "heads "
      "split (vLLM replicates them below tp) (default 1)"},
     {"sp",
      "yes | no: Megatron's --sequence-parallel with --tp above 1: norms, dropout and the residual split "
      "along "
-     "the sequence too (default no)"},
+     "the sequence too (default no; torchtitan: always yes with --tp)"},
     {"cp",
      "context parallelism with --mode train, --framework megatron (its --context-parallel-size) or "
      "torchtitan (its context_parallel_degree): each rank holds s/cp tokens of every sequence (ring "

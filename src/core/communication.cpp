@@ -70,6 +70,12 @@ void tensor_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& o
   const std::uint64_t micro = w.grad_accum;
   const std::uint64_t t = w.parallel.tp;
   if (t <= 1) return;
+  if (const auto own = core::framework_module(w.framework).tp_exchange) {
+    const core::ContextExchange x = own(m, w);
+    out.push_back(leaf("tp.exchange", "tensor parallel: the sequence's all-gathers and reduce-scatters",
+                       x.bytes, micro, std::string(x.formula), std::string(x.source)));
+    return;
+  }
   // Per micro-batch: two all-reduces of s·b·h in each layer's forward and
   // two in its backward, one each for the vocabulary-parallel embedding
   // (forward) and output layer (backward); recomputed layers repeat their

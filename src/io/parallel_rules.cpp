@@ -139,10 +139,33 @@ void resolve_experts(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   }
 }
 
+// DTensor's tensor parallelism as torchtitan applies it (apply_tp): the
+// same divisibility as Megatron's (wq, wk, wv, w1, w3 split their heads and
+// columns evenly), the sequence always sharded between the regions
+// (SequenceParallel norms, Shard(1) outputs), so --sp no cannot hold and
+// --seq must split over tp (torchtitan@6fc499f6f5b3 infra/parallelize.py
+// asserts seq_len % (tp·2·cp) == 0).
+void resolve_sequence_parallel_tp(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  const bool split = in.tp && in.tp->value > 1;
+  if (split && in.sp && !in.sp->value) {
+    conflict(in.sp->origin,
+             "torchtitan's tensor parallelism always shards the sequence between its regions "
+             "(SequenceParallel norms, Shard(1) outputs): drop --sp no");
+  }
+  resolve_parallel(model, r, in);
+  Parallel& p = r.workload.parallel;
+  p.sp = p.tp > 1;
+  if (p.sp && r.workload.seq % p.tp != 0) {
+    conflict(in.tp->origin, fmt::format("torchtitan's sequence parallelism splits --seq {} over {} ranks: it "
+                                        "must divide",
+                                        r.workload.seq, p.tp));
+  }
+}
+
 }  // namespace
 
-// The splits over ranks are Megatron's; torchtitan takes context
-// parallelism alone; other frameworks take none of them.
+// The splits over ranks are Megatron's; torchtitan takes tensor (with
+// sequence) and context parallelism; other frameworks take none of them.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   const core::FrameworkModule& f = core::framework_module(r.workload.framework);
   if (f.refusal(core::TrainingFeature::model_parallel).empty()) {
@@ -152,14 +175,16 @@ void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const Wor
     resolve_experts(model, r, in);
     return;
   }
-  if (in.sp || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
+  const bool sp_refused = in.sp && !f.sequence_parallel_tp;
+  if (sp_refused || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
     check_supported(r.workload, core::TrainingFeature::model_parallel,
-                    in.sp             ? in.sp->origin
+                    sp_refused        ? in.sp->origin
                     : in.pp           ? in.pp->origin
                     : in.ep           ? in.ep->origin
                     : in.capacity_ppm ? in.capacity_ppm->origin
                                       : in.pp_schedule->origin);
   }
+  if (f.sequence_parallel_tp) resolve_sequence_parallel_tp(model, r, in);
   if (in.cp) check_supported(r.workload, core::TrainingFeature::context_parallel, in.cp->origin);
   if (f.refusal(core::TrainingFeature::context_parallel).empty()) resolve_context_parallel(r, in);
 }

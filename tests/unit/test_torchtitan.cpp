@@ -1,6 +1,6 @@
 // The torchtitan module: its op-level checkpointing policy against none and
-// full, what it names, compile, context parallelism, and the settings it
-// refuses.
+// full, what it names, compile, context and tensor parallelism, and the
+// settings it refuses.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -119,8 +119,12 @@ TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}}),
                     Catch::Contains("give --dp or --cp 2 or more"));
   CHECK_THROWS_WITH(
-      test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"tp", "2"}}),
-      Catch::Contains("not modelled yet"));
+      test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"pp", "2"}}),
+      Catch::Contains("pipeline and expert parallelism are not modelled yet"));
+  CHECK_THROWS_WITH(
+      test::request(m,
+                    {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"tp", "2"}, {"sp", "no"}}),
+      Catch::Contains("drop --sp no"));
   CHECK_THROWS_WITH(
       test::request(m, {{"mode", "train"}, {"framework", "megatron"}, {"checkpoint", "selective-op"}}),
       Catch::Contains("torchtitan's op-level"));
@@ -131,4 +135,46 @@ TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
   CHECK_THROWS_WITH(
       test::request(load_model("qwen2.5-7b"), {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}}),
       Catch::Contains("model_type llama"));
+}
+
+TEST_CASE("torchtitan: tensor parallelism shards the sequence between its regions", "[torchtitan]") {
+  // tp 2 over dp 4, 8,192 tokens: the layer's input holds T/2 tokens; the
+  // colwise projections keep the all-gathered b·s·h; heads, KV heads and
+  // MLP columns halve.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const auto run = [&](const char* checkpoint) {
+    return plan(test::request(m, {{"mode", "train"},
+                                  {"framework", "torchtitan"},
+                                  {"dp", "4"},
+                                  {"tp", "2"},
+                                  {"seq", "8192"},
+                                  {"checkpoint", checkpoint}}));
+  };
+  const PlanResult full = run("full");
+  const PlanResult op = run("selective-op");
+  const std::uint64_t T = 8192;
+  const std::uint64_t Ts = T / 2;
+  CHECK(full.request.workload.parallel.sp);
+  // Full: each of 32 layers keeps its sequence-sharded input (Ts·h·2 B),
+  // plus the replicated token ids (8 B each).
+  CHECK(activations(full.budget) == 32 * (Ts * 4096 * 2) + 8 * T);
+  // The op policy: the input (Ts·h), wq (T·a/2·d), wv (T·k/2·d), SDPA's
+  // output (T·a/2·d), w1 (T·I/2), w2's partial sum (T·h), 2 B each; the
+  // log-sum-exp (16 heads, 4 B); wo's and w2's reduce-scattered outputs
+  // (2·Ts·h, 2 B).
+  const std::uint64_t per_layer =
+      2 * Ts * 4096 + 2 * T * (2048 + 512 + 2048 + 7168 + 4096) + 4 * 16 * T + 4 * Ts * 4096;
+  CHECK(activations(op.budget) == 32 * per_layer + 8 * T);
+  // Per micro-batch, b·s·h·(tp−1)/tp = T·h bytes per collective: each layer
+  // all-gathers twice and reduce-scatters twice forward, as many backward,
+  // and recomputes its forward's four (full) or its two all-gathers (op
+  // policy); the embedding and output layer add four.
+  const auto exchange = [](const PlanResult& r) {
+    for (const Node& c : r.communication) {
+      if (c.id == "tp.exchange") return c.bytes;
+    }
+    return std::uint64_t{0};
+  };
+  CHECK(exchange(full) == (32 * 12 + 4) * T * 4096);
+  CHECK(exchange(op) == (32 * 10 + 4) * T * 4096);
 }

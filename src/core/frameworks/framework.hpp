@@ -31,7 +31,8 @@ enum class TrainingFeature : std::uint8_t {
   adapters,             ///< --mode lora, qlora
   selective_recompute,  ///< --checkpoint selective
   chunked_loss,         ///< --loss chunked
-  model_parallel,       ///< --tp, --sp, --pp, --ep, --capacity-factor (and --cp, unless context_parallel)
+  model_parallel,       ///< --tp, --sp, --pp, --ep, --capacity-factor (and --cp, unless context_parallel;
+                        ///< --tp, --sp, unless FrameworkModule::sequence_parallel_tp)
   context_parallel,     ///< --cp alone
   hybrid_shard,         ///< --fsdp hybrid:K
   offload,              ///< --offload optimizer, params
@@ -42,7 +43,8 @@ enum class TrainingFeature : std::uint8_t {
   full_finetune,        ///< --mode train without adapters
 };
 
-/// What one rank exchanges for context parallelism per micro-batch.
+/// What one rank exchanges per micro-batch for context parallelism (or,
+/// through FrameworkModule::tp_exchange, for tensor parallelism).
 struct ContextExchange {
   std::uint64_t bytes = 0;
   std::string_view formula;
@@ -111,6 +113,14 @@ struct FrameworkModule {
   /// = 8 and, for Llama-style models, q_proj and v_proj.
   std::uint64_t default_lora_rank = 8;
   std::uint8_t default_lora_targets = lora_q | lora_v;
+  /// Tensor parallelism is DTensor's with the sequence always sharded
+  /// between its regions (torchtitan's apply_tp): --tp is accepted and
+  /// implies --sp, while pipeline and expert parallelism stay refused
+  /// (model_parallel).
+  bool sequence_parallel_tp = false;
+  /// Its tensor parallelism's collectives (`w` is the rank's); null:
+  /// Megatron's four all-reduce volumes per layer.
+  ContextExchange (*tp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
 };
 
 /// QLoRA under PEFT's prepare_model_for_kbit_training (FrameworkModule::kbit_upcast).
@@ -136,6 +146,12 @@ bool no_foreach(Optimizer o);
 
 /// torchtitan's ring attention exchange (torchtitan_cp.cpp).
 ContextExchange torchtitan_cp_exchange(const ModelSpec& m, const Workload& w);
+
+/// torchtitan's rank under tensor parallelism (torchtitan_tp.cpp).
+const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, ModelSpec& storage);
+
+/// torchtitan's tensor-parallel all-gathers and reduce-scatters (torchtitan_tp.cpp).
+ContextExchange torchtitan_tp_exchange(const ModelSpec& m, const Workload& w);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

@@ -3,7 +3,9 @@
 // each decoder layer and on the whole model, with MixedPrecisionPolicy
 // (bf16 parameters, fp32 reduce-scatter) over fp32 shards; its checkpointing
 // modes are full, every K-th layer and the op-level policy; torch.compile
-// compiles each decoder layer; torch.optim steps the shards.
+// compiles each decoder layer; torch.optim steps the shards. Its tensor
+// parallelism (DTensor, with sequence parallelism) is torchtitan_tp.cpp's,
+// its context parallelism torchtitan_cp.cpp's.
 #include <fmt/format.h>
 
 #include "core/frameworks/framework.hpp"
@@ -31,8 +33,9 @@ std::string_view torchtitan_refusal(TrainingFeature f) {
       return "torchtitan's loss is cross_entropy over the full logits; the chunked loss is torchtune's "
              "(--framework hf --loss chunked:N)";
     case TrainingFeature::model_parallel:
-      return "torchtitan's tensor, sequence, pipeline and expert parallelism (DTensor) are not modelled yet "
-             "(its context parallelism is: --cp); --framework megatron models Megatron-Core's";
+      return "torchtitan's pipeline and expert parallelism are not modelled yet (its tensor parallelism, "
+             "always with sequence parallelism, is: --tp; its context parallelism: --cp); --framework "
+             "megatron models Megatron-Core's";
     case TrainingFeature::offload:
       return "torchtitan's FSDP2 CPU offload is not modelled yet";
     case TrainingFeature::activation_offload:
@@ -84,7 +87,7 @@ std::string torchtitan_unmodelled(const ModelSpec& m, const Workload& w) {
 extern const FrameworkModule k_torchtitan_framework{
     .name = "torchtitan",
     .profile = torchtitan_activations,
-    .rank_model = whole_model,
+    .rank_model = torchtitan_rank,
     .own_estimate = no_own_estimate,
     .refusal = torchtitan_refusal,
     .default_precision = torchtitan_precision,
@@ -107,6 +110,8 @@ extern const FrameworkModule k_torchtitan_framework{
     .loss_text = "fp32",
     .activation_section = "torchtitan — `--framework torchtitan`",
     .cp_exchange = torchtitan_cp_exchange,
+    .sequence_parallel_tp = true,
+    .tp_exchange = torchtitan_tp_exchange,
 };
 
 }  // namespace vramcalc::core

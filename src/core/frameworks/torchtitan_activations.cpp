@@ -37,10 +37,21 @@ constexpr std::string_view k_sac =
 
 struct Titan {
   const Workload& w;
-  Dims x;
+  Dims x;    // x.T: b·s tokens (a rank's s/cp); x.a, x.k, x.I, x.V: a rank's shares under --tp
   DType cd;  // the 16-bit compute dtype
   bool compiled;
+  // Under --tp: the sequence-sharded tokens b·(s/tp) the norms and the
+  // residual stream hold (torchtitan_tp.cpp); x.T without it.
+  std::uint64_t Ts;
+  bool sp;
+  // The norms' all-gathered output the colwise linears keep: float8 when
+  // torchao's PrepareFloat8ModuleInput casts before the gather.
+  DType gathered;
 };
+
+constexpr std::string_view k_tp =
+    "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py apply_tp (SequenceParallel norms, "
+    "PrepareModuleInput Shard(1) to Replicate, RowwiseParallel output Shard(1))";
 
 std::uint64_t q_elements(const Dims& x) {
   return checked_product(x.T, x.a, x.d);
@@ -54,22 +65,36 @@ std::uint64_t kv_elements(const Dims& x) {
 // its output, kept by the projections that read it. Compiled, the norm is
 // one fused kernel whose backward recomputes from its input and rstd: only
 // the output the projections keep is made.
-void norm(Inventory& inv, std::string_view id, std::string_view what, const Titan& c) {
+//
+// Under --tp the norm (SequenceParallel) runs on the rank's b·(s/tp) tokens;
+// its output is all-gathered along the sequence and the b·s·h gather is
+// what the colwise projections keep (`out`: its dtype).
+void norm(Inventory& inv, std::string_view id, std::string_view what, const Titan& c, DType out) {
   const Dims& x = c.x;
-  const std::uint64_t n = checked_mul(x.T, x.h);
+  const std::uint64_t n = checked_mul(c.Ts, x.h);
+  const std::string_view rows = c.sp ? "b·(s/tp)·h" : "b·s·h";
   if (!c.compiled) {
     inv.add(n, DType::fp32, [&] {
       return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"),
-                       "b·s·h", std::string(k_norms)};
+                       std::string(rows), std::string(k_norms)};
     });
-    inv.add(x.T, DType::fp32, [&] {
-      return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by mul"), "b·s",
+    inv.add(c.Ts, DType::fp32, [&] {
+      return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by mul"), c.sp ? "b·(s/tp)" : "b·s",
                        std::string(k_norms)};
     });
     inv.add(n, c.cd, [&] {
       return EntryText{cat(id, ".normalized"), cat(what, ": normalised input, kept by the weight multiply"),
-                       "b·s·h", std::string(k_norms)};
+                       std::string(rows), std::string(k_norms)};
     });
+  }
+  if (c.sp) {
+    inv.add(checked_mul(x.T, x.h), out, [&] {
+      return EntryText{
+          cat(id, ".gathered"),
+          cat(what, ": output all-gathered along the sequence, kept by the projections it feeds"), "b·s·h",
+          cat(k_tp, "; derivatives.yaml mm")};
+    });
+    return;
   }
   inv.add(n, c.cd, [&] {
     return EntryText{cat(id, ".output"), cat(what, ": output, kept by the projections it feeds"), "b·s·h",
@@ -121,9 +146,9 @@ void feed_forward(Inventory& inv, const Titan& c, bool recompute) {
 // policy's recomputation re-creates: everything but the outputs it keeps.
 Inventory block(const Titan& c, Detail d, bool recompute) {
   Inventory inv(d);
-  norm(inv, "attention_norm", "attention norm", c);
+  norm(inv, "attention_norm", "attention norm", c, c.gathered);
   attention(inv, c, recompute);
-  norm(inv, "ffn_norm", "MLP norm", c);
+  norm(inv, "ffn_norm", "MLP norm", c, c.gathered);
   feed_forward(inv, c, recompute);
   return inv;
 }
@@ -134,16 +159,52 @@ Inventory block(const Titan& c, Detail d, bool recompute) {
 Inventory op_policy_kept(const Titan& c, Detail d) {
   Inventory inv(d);
   const Dims& x = c.x;
-  inv.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h), c.cd,
-          "b·s·h", k_sac);
+  const std::string_view rows = c.sp ? "b·(s/tp)·h" : "b·s·h";
+  inv.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(c.Ts, x.h), c.cd, rows,
+          k_sac);
   inv.add("sac.wq_out", "wq output (mm 1), on the save list", q_elements(x), c.cd, "b·s·a·d", k_sac);
   inv.add("sac.wv_out", "wv output (mm 3), on the save list", kv_elements(x), c.cd, "b·s·k·d", k_sac);
   inv.add("sac.sdpa_out", "SDPA output, on the save list", q_elements(x), c.cd, "b·s·a·d", k_sac);
   inv.add("sac.sdpa_logsumexp", "SDPA log-sum-exp, on the save list", checked_product(x.b, x.a, x.s),
           DType::fp32, "b·a·s", k_sac);
   inv.add("sac.w1_out", "w1 output (mm 5), on the save list", checked_mul(x.T, x.I), c.cd, "b·s·I", k_sac);
-  inv.add("sac.w2_out", "w2 output (mm 7), on the save list", checked_mul(x.T, x.h), c.cd, "b·s·h", k_sac);
+  inv.add("sac.w2_out",
+          c.sp ? "w2 output (mm 7: the partial sum before its reduce-scatter), on the save list"
+               : "w2 output (mm 7), on the save list",
+          checked_mul(x.T, x.h), c.cd, "b·s·h", k_sac);
+  if (c.sp) {
+    // reduce_scatter_tensor is on the save list: wo's and w2's sequence-
+    // sharded outputs are kept too.
+    inv.add("sac.reduce_scatter_out", "wo's and w2's reduce-scattered outputs, on the save list",
+            checked_product(2, c.Ts, x.h), c.cd, "2·b·(s/tp)·h", k_sac);
+  }
   return inv;
+}
+
+// The loss under --tp: torchtitan's loss_parallel (on unless
+// training.disable_loss_parallel) keeps the logits vocabulary-sharded,
+// [b·s, V/tp] on each rank, and torch's handlers decompose log_softmax
+// (x − max, exp, sum, all-reduces, x − max − log sum: the shifted copy and
+// exp live beside the result) and fuse nll_loss's and log_softmax's
+// backward ((zeros with −1 at the label + exp(log-probs)) · grad: three
+// fp32 [b·s, V/tp] tensors at once beside the kept log-probs).
+void loss_parallel(ActivationProfile& p, const Titan& c, std::uint64_t logits) {
+  constexpr std::string_view src =
+      "torchtitan@9dec370ad26b train.py loss_fn, utils.py get_train_context (loss_parallel); pytorch "
+      "torch/distributed/tensor/parallel/loss.py _log_softmax, _nll_loss_and_log_softmax_backward";
+  const Dims& x = c.x;
+  p.head.add("loss.log_probs", "fp32 log-softmax of the vocabulary-sharded logits, kept by log_softmax",
+             logits, DType::fp32, "b·s·V/tp", src);
+  p.head.add("loss.labels", "labels, kept by nll_loss", x.T, DType::int64, "b·s", src);
+  p.loss_forward.add("loss.logits", "16-bit vocabulary-sharded logits while the loss runs", logits, c.cd,
+                     "b·s·V/tp", src);
+  p.loss_forward.add("loss.logits_fp32", "fp32 upcast of the logits", logits, DType::fp32, "b·s·V/tp", src);
+  p.loss_forward.add("loss.shifted_fp32", "logits minus their all-reduced maximum, fp32", logits, DType::fp32,
+                     "b·s·V/tp", src);
+  p.loss_backward.add("loss.grad_onehot", "zeros with −1 at each label on this rank's columns, fp32", logits,
+                      DType::fp32, "b·s·V/tp", src);
+  p.loss_backward.add("loss.grad_exp_sum", "exp of the log-probs, then its sum with the one-hot, fp32",
+                      checked_mul(2, logits), DType::fp32, "2·b·s·V/tp", src);
 }
 
 // The final norm, the output layer and the loss (the "logits" component).
@@ -155,7 +216,7 @@ Inventory op_policy_kept(const Titan& c, Detail d) {
 // its backward writes the 16-bit logit gradient directly.
 void head(ActivationProfile& p, const Titan& c) {
   const Dims& x = c.x;
-  norm(p.head, "norm", "final norm", c);
+  norm(p.head, "norm", "final norm", c, c.cd);  // the output layer is not float8
   const std::uint64_t logits = checked_mul(x.T, x.V);
   if (c.w.compile == Compile::model_and_loss) {
     constexpr std::string_view compiled =
@@ -167,6 +228,10 @@ void head(ActivationProfile& p, const Titan& c) {
                "b·s", compiled);
     p.loss_backward.add("loss.grad_logits", "16-bit logit gradient (the compiled loss backward)", logits,
                         c.cd, "b·s·V", compiled);
+    return;
+  }
+  if (c.sp) {
+    loss_parallel(p, c, logits);
     return;
   }
   constexpr std::string_view loss_src =
@@ -187,7 +252,16 @@ void head(ActivationProfile& p, const Titan& c) {
 }  // namespace
 
 ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Detail d) {
-  const Titan c{w, dims_of(m, w.batch, w.seq), dtypes_of(w).compute, w.compile != Compile::none};
+  const Dims dims = dims_of(m, w.batch, w.seq);
+  const bool sp = w.parallel.tp > 1;
+  const DType cd = dtypes_of(w).compute;
+  const Titan c{w,
+                dims,
+                cd,
+                w.compile != Compile::none,
+                sp ? checked_mul(dims.b, dims.s / w.parallel.tp) : dims.T,
+                sp,
+                sp && w.float8.recipe != Float8Recipe::none ? DType::fp8 : cd};
   const Dims& x = c.x;
   ActivationProfile p(d);
   p.layer = block(c, d, false);
@@ -195,8 +269,8 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
     p.checkpointed = op_policy_kept(c, d);
     p.recompute = block(c, d, true);
   } else {
-    p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h),
-                       c.cd, "b·s·h",
+    p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint",
+                       checked_mul(c.Ts, x.h), c.cd, c.sp ? "b·(s/tp)·h" : "b·s·h",
                        "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py apply_ac "
                        "(full); torch/utils/checkpoint.py");
   }
@@ -215,11 +289,14 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
                                                  w.float8.all_gather ? " gathered as float8" : "");
     p.assumptions.emplace_back(
         "activations",
-        fmt::format("torchtitan profile (its Llama modules, SDPA flash, FSDP2 {} compute, no dropout{}){}",
-                    name_of(c.cd), float8,
-                    w.compile == Compile::model_and_loss ? ", each layer and the loss compiled"
-                    : c.compiled                         ? ", each layer compiled"
-                                                         : ""));
+        fmt::format(
+            "torchtitan profile (its Llama modules, SDPA flash, FSDP2 {} compute, no dropout{}{}){}",
+            name_of(c.cd), float8,
+            sp ? fmt::format(", DTensor tp {} with the sequence sharded and loss parallel", w.parallel.tp)
+               : std::string(),
+            w.compile == Compile::model_and_loss ? ", each layer and the loss compiled"
+            : c.compiled                         ? ", each layer compiled"
+                                                 : ""));
   }
   return p;
 }

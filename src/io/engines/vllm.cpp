@@ -136,8 +136,9 @@ void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   only(in.max_lora_rank);
   only(in.lora_extra_vocab_size);
   const bool train = w.mode == Mode::train;
+  const core::FrameworkModule& f = core::framework_module(w.framework);
   const bool split_training =
-      train && core::framework_module(w.framework).refusal(core::TrainingFeature::model_parallel).empty();
+      train && (f.refusal(core::TrainingFeature::model_parallel).empty() || f.sequence_parallel_tp);
   if (in.tp && in.tp->value > 1 && !vllm && !split_training) {
     // Training: the framework's own words.
     if (train) check_supported(w, core::TrainingFeature::model_parallel, in.tp->origin);
