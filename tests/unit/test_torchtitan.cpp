@@ -177,4 +177,19 @@ TEST_CASE("torchtitan: tensor parallelism shards the sequence between its region
   };
   CHECK(exchange(full) == (32 * 12 + 4) * T * 4096);
   CHECK(exchange(op) == (32 * 10 + 4) * T * 4096);
+  // float8 tensorwise: PrepareFloat8ModuleInput gathers 1-byte inputs, so
+  // each forward all-gather (two per layer, twice in a checkpointed layer)
+  // moves half as much; the gathered input the projections keep is float8.
+  const PlanResult f8 = plan(test::request(m, {{"mode", "train"},
+                                               {"framework", "torchtitan"},
+                                               {"dp", "4"},
+                                               {"tp", "2"},
+                                               {"seq", "8192"},
+                                               {"checkpoint", "full"},
+                                               {"float8", "tensorwise"}}));
+  CHECK(exchange(f8) == (32 * 10 + 4) * T * 4096);
+  CHECK_THROWS_WITH(
+      test::request(
+          m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "4"}, {"tp", "2"}, {"compile", "yes"}}),
+      Catch::Contains("compiled loss under tensor parallelism"));
 }

@@ -150,6 +150,9 @@ ContextExchange torchtitan_cp_exchange(const ModelSpec& m, const Workload& w);
 /// torchtitan's rank under tensor parallelism (torchtitan_tp.cpp).
 const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, ModelSpec& storage);
 
+/// torchtitan's tensor-parallel inputs are all-gathered as float8 (torchtitan_tp.cpp).
+bool torchtitan_gathers_float8(const Workload& w);
+
 /// torchtitan's tensor-parallel all-gathers and reduce-scatters (torchtitan_tp.cpp).
 ContextExchange torchtitan_tp_exchange(const ModelSpec& m, const Workload& w);
 

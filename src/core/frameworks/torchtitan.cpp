@@ -73,6 +73,12 @@ std::string torchtitan_unmodelled(const ModelSpec& m, const Workload& w) {
         "ZeRO-3); ZeRO stage {} is not how it trains",
         w.zero);
   }
+  // Compiled, the loss under loss_parallel's DTensor handlers is inductor's
+  // partition, which is not derived.
+  if (w.parallel.tp > 1 && w.compile == Compile::model_and_loss) {
+    return "torchtitan's compiled loss under tensor parallelism (loss_parallel's DTensor handlers under "
+           "torch.compile) is not modelled yet: use --compile model";
+  }
   // FSDP2 shards over the dp_shard_cp mesh: data-parallel and
   // context-parallel ranks together (parallel_dims.py, parallelize_llama.py).
   if (checked_mul(zero_ranks(w), w.parallel.cp) < 2) {

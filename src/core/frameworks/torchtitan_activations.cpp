@@ -10,6 +10,7 @@
 // 16-bit; the norms and the rotary embedding upcast to fp32 inside.
 #include <fmt/format.h>
 
+#include "core/frameworks/framework.hpp"
 #include "core/inventory.hpp"
 
 namespace vramcalc::core {
@@ -45,7 +46,8 @@ struct Titan {
   std::uint64_t Ts;
   bool sp;
   // The norms' all-gathered output the colwise linears keep: float8 when
-  // torchao's PrepareFloat8ModuleInput casts before the gather.
+  // torchao's PrepareFloat8ModuleInput casts before the gather
+  // (torchtitan_gathers_float8).
   DType gathered;
 };
 
@@ -261,7 +263,7 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
                 w.compile != Compile::none,
                 sp ? checked_mul(dims.b, dims.s / w.parallel.tp) : dims.T,
                 sp,
-                sp && w.float8.recipe != Float8Recipe::none ? DType::fp8 : cd};
+                torchtitan_gathers_float8(w) ? DType::fp8 : cd};
   const Dims& x = c.x;
   ActivationProfile p(d);
   p.layer = block(c, d, false);

@@ -33,6 +33,15 @@ std::uint64_t ring_share(std::uint64_t bytes, std::uint64_t t, std::uint64_t ops
 
 }  // namespace
 
+// torchtitan applies torchao's Float8ColwiseParallel, Float8RowwiseParallel
+// and PrepareFloat8ModuleInput (the input cast to float8 before its
+// all-gather) when float8 is on (9dec370 apply_tp); at e7c0cae934df
+// (parallelize_llama.py apply_tp) for the tensorwise recipe only: rowwise
+// recipes gather 16-bit inputs through the plain styles.
+bool torchtitan_gathers_float8(const Workload& w) {
+  return w.parallel.tp > 1 && w.float8.recipe == Float8Recipe::tensorwise;
+}
+
 // One rank's share of each module: a/tp heads, k/tp KV heads, I/tp MLP
 // columns, and ceil(V/tp) rows of the embedding and columns of the output
 // layer (DTensor's Shard(0) of tok_embeddings and output follows
@@ -57,7 +66,7 @@ ContextExchange torchtitan_tp_exchange(const ModelSpec& m, const Workload& w) {
   const std::uint64_t t = w.parallel.tp;
   const std::uint64_t n = checked_product(w.batch, w.seq, m.hidden_size);
   const std::uint64_t act = bytes_for(n, w.dtype);
-  const std::uint64_t gathered = bytes_for(n, w.float8.recipe == Float8Recipe::none ? w.dtype : DType::fp8);
+  const std::uint64_t gathered = bytes_for(n, torchtitan_gathers_float8(w) ? DType::fp8 : w.dtype);
   const std::uint64_t forward = checked_add(ring_share(gathered, t, 2), ring_share(act, t, 2));
   const std::uint64_t backward = ring_share(act, t, 4);
   std::uint64_t total = ring_share(act, t, 4);  // embedding and output layer, forward and backward
