@@ -29,6 +29,7 @@
 #include "vramcalc/budget.hpp"
 #include "vramcalc/formulas.hpp"
 #include "vramcalc/model.hpp"
+#include "vramcalc/parameters.hpp"
 #include "vramcalc/units.hpp"
 #include "vramcalc/workload.hpp"
 
@@ -434,6 +435,11 @@ void add_context_parallel(ActivationProfile& p, const Workload& w, const Dims& x
 /// Of those, the elements FSDP2 all-gathers as float8 (1 byte each): all
 /// with --float8-all-gather, else none.
 [[nodiscard]] std::uint64_t float8_gathered_per_layer(const ModelSpec& m, const Workload& w);
+/// ZeRO-3 / FSDP full shard (src/core/zero3.cpp): what forward and backward
+/// hold gathered (`fwd`, `bwd`) and the previous layer's reduce-scatter
+/// input (`layer`); `trained` counts what trains (LoRA: the adapters).
+void zero3_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& trained, Inventory& fwd,
+                   Inventory& bwd, Inventory& layer);
 /// Megatron-Core, Korthikanti et al. 2022 (src/core/frameworks/megatron_activations.cpp).
 [[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
                                                  Detail detail = Detail::tree);

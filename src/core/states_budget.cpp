@@ -119,11 +119,15 @@ void weights_state(Builder& out, const RankTensors& r, const Workload& w) {
     Branch frozen = std::move(weights);
     weights = Branch(d);
     weights.branch(std::move(frozen), [] { return NodeText{"base", "frozen base model"}; });
-    weights.branch(state_branch(adapter_parts(r.trained, w.lora.dtype, d), 1,
-                                "peft tuners/lora/layer.py LoraLayer.update_layer"),
-                   [] {
-                     return NodeText{"lora", "LoRA adapters (trainable)"};
-                   });
+    // Under ZeRO-3 / FSDP the adapters are sharded with their layer
+    // (FrameworkModule::sharded_adapters: torchtune's fully_shard per layer).
+    weights.branch(
+        state_branch(adapter_parts(r.trained, w.lora.dtype, d), sf.weights,
+                     sf.weights > 1 ? k_zero_source
+                                    : std::string_view("peft tuners/lora/layer.py LoraLayer.update_layer")),
+        [] {
+          return NodeText{"lora", "LoRA adapters (trainable)"};
+        });
   }
   out.set(Component::weights, std::move(weights));
   out.assume(Component::weights, [&] {

@@ -173,57 +173,6 @@ std::uint64_t rounding_through(const Train& t, std::uint64_t i) {
 
 // ---- transients --------------------------------------------------------------
 
-// ZeRO-3 / FSDP full shard: the root unit (embeddings, final norm, output
-// layer) stays gathered from forward through backward, and two decoder
-// layers are gathered at once (the current one and the prefetched next);
-// backward also holds the current layer's unsharded gradients until they
-// are reduce-scattered (torch/distributed/fsdp/api.py BackwardPrefetch
-// docstring; FSDP2 root reshard_after_forward=False; DeepSpeed stage3.py
-// estimate_zero3_model_states_mem_needs: 4 × largest layer). FSDP2 also
-// keeps a layer's reduce-scatter input until the next layer's
-// post-backward has waited on it, so the previous layer's is alive
-// through this layer's backward (_fsdp_param_group.py post_backward,
-// reduce_scatter_state; _fsdp_collectives.py foreach_reduce allocates it
-// in the reduce dtype, the gradients' here).
-void zero3_gathers(const Train& t, Inventory& fwd, Inventory& bwd, Inventory& layer) {
-  const Workload& w = t.w;
-  // One rank gathers nothing, unless its parameters wait on the host.
-  if (w.zero < 3 || (zero_ranks(w) <= 1 && w.offload.kind != OffloadKind::params)) return;
-  const std::uint64_t root = t.params.total - t.params.layers;
-  const DType wd = gathered_dtype(w);
-  const std::uint64_t fp8 = float8_gathered_per_layer(t.m, w);  // 1 byte each
-  constexpr std::string_view src =
-      "PyTorch FSDP (fsdp/api.py BackwardPrefetch; FSDP2 fully_shard); DeepSpeed stage3.py";
-  for (Inventory* inv : {&fwd, &bwd}) {
-    inv->add("zero3.root_params", "gathered root unit: embeddings, final norm, output layer", root, wd,
-             "non-layer parameters", src);
-    inv->add("zero3.layer_params", "gathered parameters of two decoder layers (current and prefetched)",
-             checked_mul(2, t.params.per_layer - fp8), wd, "2 × layer parameters", src);
-    if (fp8 > 0) {
-      inv->add("zero3.layer_params_fp8", "their float8 linear weights (float8 all-gather)",
-               checked_mul(2, fp8), DType::fp8, "2 × converted weights",
-               "torchao@890e0ac88e70 torchao/float8/fsdp_utils.py");
-    }
-  }
-  if (w.offload.kind == OffloadKind::params) {
-    // The layer's shard comes from the host before its all-gather: FSDP's
-    // shard in the parameters' dtype (fp32 under amp, cast on the GPU; bf16
-    // under torchtune), DeepSpeed's 16-bit partition.
-    const DType from = w.offload.fsdp ? weight_dtype(w) : wd;
-    for (Inventory* inv : {&fwd, &bwd}) {
-      inv->add("offload.layer_shard", "the layer's shard copied from the host before its all-gather",
-               shard_elements(t.params.per_layer, zero_ranks(w)), from, "⌈layer parameters / N⌉",
-               "PyTorch FSDP2 _fsdp_param.py all_gather_inputs; DeepSpeed partition_parameters.py");
-    }
-  }
-  bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before reduce-scatter",
-          t.params.per_layer, w.precision == Precision::fsdp_mp ? gathered_dtype(w) : gradient_dtype(w),
-          "layer parameters", src);
-  layer.add("zero3.reduce_scatter_input", "the previous layer's reduce-scatter input, held until this one's",
-            t.params.per_layer, gradient_dtype(w), "layer parameters",
-            "PyTorch FSDP2 _fsdp_param_group.py (reduce_scatter_state), _fsdp_collectives.py foreach_reduce");
-}
-
 // Temporaries of the optimizer step (docs/formulas.md, "Optimizer step").
 Inventory step_temporaries(const Train& t, Detail detail) {
   const Workload& w = t.w;
@@ -676,7 +625,7 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   Inventory z3f(d);
   Inventory z3b(d);
   Inventory z3l(d);
-  zero3_gathers(t, z3f, z3b, z3l);
+  zero3_gathers(t.m, t.w, t.params, z3f, z3b, z3l);
   Moments moments = training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
   // The allocator's reserve: the step replayed tensor by tensor (reserve.cpp).
   // Replayed for expandable segments, the mode validated against measured

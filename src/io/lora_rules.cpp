@@ -88,8 +88,11 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   if (w.dtype == DType::fp32 && qlora) {
     conflict(in.dtype->origin, "QLoRA computes in 16-bit (bnb_4bit_compute_dtype): use --dtype bf16 or fp16");
   }
+  // A framework whose module models a sharded frozen base says so
+  // (FrameworkModule::sharded_adapters: torchtune's lora_finetune_distributed).
+  const core::FrameworkModule& fw = core::framework_module(w.framework);
   for (const auto* stage : {&in.zero, &in.fsdp}) {
-    if (*stage && (*stage)->value == 3) {
+    if (*stage && (*stage)->value == 3 && !fw.sharded_adapters) {
       conflict((*stage)->origin, "ZeRO-3 / FSDP with LoRA (sharding a frozen base) is not modelled yet");
     }
   }
@@ -99,7 +102,6 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   // for Llama-style models q_proj and v_proj (utils/constants.py
   // TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING); Unsloth's in
   // frameworks/unsloth.cpp, torchtune's in frameworks/torchtune.cpp.
-  const core::FrameworkModule& fw = core::framework_module(w.framework);
   l.rank = pick(r, in.lora_rank, fw.default_lora_rank, "lora_rank");
   l.targets = pick(r, in.lora_targets, fw.default_lora_targets, "lora_targets");
   if (w.framework == Framework::torchtune) {

@@ -184,3 +184,92 @@ TEST_CASE("torchtune: refused settings name why", "[torchtune]") {
   CHECK_THROWS_WITH(test::request(m, {{"mode", "qlora"}, {"quant", "torchao-nf4"}}),
                     Catch::Contains("bitsandbytes 4-bit"));
 }
+
+namespace {
+
+// LoRA under FSDP2 on Llama 3.2 3B: the resolved workload and model.
+PlanRequest tune_fsdp(test::Settings extra) {
+  WorkloadInput in = test::input({{"framework", "torchtune"},
+                                  {"batch", "2"},
+                                  {"seq", "4096"},
+                                  {"checkpoint", "full"},
+                                  {"dp", "2"},
+                                  {"zero", "3"}});
+  overlay(in, test::input(extra));
+  return resolve(load_model("llama-3.2-3b"), in);
+}
+
+// One layer's rank-8 adapters on q, v, output_proj, w1, w3 and w2.
+constexpr std::uint64_t kv = 8 * d;
+constexpr std::uint64_t k_adapters = 8 * (2 * (h + h) + (h + kv) + 3 * (h + I));
+
+}  // namespace
+
+TEST_CASE("torchtune: LoRA under FSDP2 shards the frozen base and the adapters, by hand",
+          "[torchtune][lora][fsdp]") {
+  constexpr std::uint64_t P = 3212749824;
+  const PlanRequest r = tune_fsdp({{"mode", "lora"}});
+  const Budget b = estimate(r.model, r.workload);
+  // fully_shard per layer: the bf16 base and the bf16 adapters both halved
+  // (every tensor an even number of elements); gradients and AdamW's two
+  // bf16 states for the adapters only.
+  CHECK(component(b, Component::weights) == P / 2 * 2 + L * k_adapters / 2 * 2);
+  CHECK(component(b, Component::gradients) == L * k_adapters / 2 * 2);
+  CHECK(component(b, Component::optimizer_states) == L * k_adapters / 2 * 4);
+  // The gathers: the root unit (tied embedding and final norm, bf16), two
+  // layers' frozen base (7 linears and 2 norms) and adapters; backward adds
+  // the current layer's unsharded adapter gradients, and the previous
+  // layer's reduce-scatter input is the adapters' too.
+  constexpr std::uint64_t V = 128256;
+  constexpr std::uint64_t base_layer = 2 * h * h + 2 * kv * h + 3 * h * I + 2 * h;
+  ParameterCount trained;
+  trained.per_layer = k_adapters;
+  core::Inventory fwd(core::Detail::totals);
+  core::Inventory bwd(core::Detail::totals);
+  core::Inventory layer(core::Detail::totals);
+  core::zero3_gathers(r.model, r.workload, trained, fwd, bwd, layer);
+  const std::uint64_t gathered = 2 * (V * h + h) + 2 * 2 * base_layer + 2 * 2 * k_adapters;
+  CHECK(core::total_bytes(fwd) == gathered);
+  CHECK(core::total_bytes(bwd) == gathered + 2 * k_adapters);
+  CHECK(core::total_bytes(layer) == 2 * k_adapters);
+}
+
+TEST_CASE("torchtune: QLoRA under FSDP2 gathers NF4 codes, scalers and factors, by hand",
+          "[torchtune][lora][quant][fsdp]") {
+  const PlanRequest r = tune_fsdp({{"mode", "qlora"}});
+  // fsdp_pre_all_gather hands over the uint8 codes (n/2), the int8 scalers
+  // (n/64) and the bf16 factors (n/16384); the mean and the table are
+  // metadata. The norms are gathered in bf16.
+  const auto gathered_nf4 = [](std::uint64_t n) { return n / 2 + n / 64 + 2 * (n / 16384); };
+  const std::uint64_t layer_base =
+      2 * gathered_nf4(h * h) + 2 * gathered_nf4(kv * h) + 3 * gathered_nf4(h * I);
+  constexpr std::uint64_t V = 128256;
+  ParameterCount trained;
+  trained.per_layer = k_adapters;
+  core::Inventory fwd(core::Detail::totals);
+  core::Inventory bwd(core::Detail::totals);
+  core::Inventory layer(core::Detail::totals);
+  core::zero3_gathers(r.model, r.workload, trained, fwd, bwd, layer);
+  CHECK(core::total_bytes(fwd) == 2 * (V * h + h) + 2 * (layer_base + 2 * 2 * h) + 2 * 2 * k_adapters);
+}
+
+TEST_CASE("torchtune: custom_sharded_layers keeps one of embedding and output gathered, by hand",
+          "[torchtune][fsdp]") {
+  // Llama 3.1 8B, untied: the full recipe's configs shard tok_embeddings
+  // and output as their own units, so the root gathers the final norm and
+  // one V×h matrix at a time; the LoRA recipe keeps both in the root.
+  constexpr std::uint64_t V = 128256, H = 4096;
+  const auto root = [&](test::Settings s) {
+    WorkloadInput in = test::input(
+        {{"framework", "torchtune"}, {"checkpoint", "full"}, {"dp", "8"}, {"zero", "3"}, {"mode", "train"}});
+    overlay(in, test::input(s));
+    const PlanRequest r = resolve(load_model("llama-3.1-8b"), in);
+    const ParameterCount pc = count_parameters(r.model);
+    core::Inventory fwd(core::Detail::totals);
+    core::Inventory bwd(core::Detail::totals);
+    core::Inventory layer(core::Detail::totals);
+    core::zero3_gathers(r.model, r.workload, pc, fwd, bwd, layer);
+    return core::total_bytes(fwd) - 2 * 2 * pc.per_layer;
+  };
+  CHECK(root({}) == 2 * (V * H + H));
+}

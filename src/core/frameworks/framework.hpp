@@ -121,6 +121,15 @@ struct FrameworkModule {
   /// Its tensor parallelism's collectives (`w` is the rank's); null:
   /// Megatron's four all-reduce volumes per layer.
   ContextExchange (*tp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
+  /// LoRA and QLoRA under ZeRO-3 / FSDP are modelled: the frozen base and
+  /// the adapters are sharded with their layers and gathered with them
+  /// (zero3.cpp), the adapters' gradients alone reduce-scattered.
+  bool sharded_adapters = false;
+  /// Under FSDP the token embedding and the output layer are units of their
+  /// own, resharded after use, so the root unit keeps only the final norm
+  /// gathered and at most one of them is gathered beside it (torchtune's
+  /// custom_sharded_layers); null: the root unit holds both.
+  bool (*own_head_units)(const ModelSpec& m, const Workload& w) = nullptr;
 };
 
 /// QLoRA under PEFT's prepare_model_for_kbit_training (FrameworkModule::kbit_upcast).

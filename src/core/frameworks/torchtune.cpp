@@ -131,6 +131,18 @@ std::string torchtune_unmodelled(const ModelSpec& m, const Workload& w) {
   return {};
 }
 
+// custom_sharded_layers: the distributed full fine-tune recipe passes the
+// config's list to get_shard_conditions (full_finetune_distributed.py
+// _setup_model @1814feb17), and every Llama config with an untied head sets
+// ['tok_embeddings', 'output'] (recipes/configs/llama3/8B_full.yaml,
+// 70B_full.yaml, llama3_1/8B_full.yaml, 70B_full.yaml), the tied Llama 3.2
+// ones none (llama3_2/1B_full.yaml, 3B_full.yaml). The LoRA recipe's
+// _setup_model is not passed the list (lora_finetune_distributed.py setup),
+// so there the root unit holds both.
+bool torchtune_own_head_units(const ModelSpec& m, const Workload& w) {
+  return w.lora.kind == Adapter::none && !m.tie_word_embeddings;
+}
+
 }  // namespace
 
 extern const FrameworkModule k_torchtune_framework{
@@ -161,6 +173,10 @@ extern const FrameworkModule k_torchtune_framework{
     // True: w1, w2, w3), and the lora_llama3_* builders' rank 8.
     .default_lora_rank = 8,
     .default_lora_targets = lora_q | lora_v | lora_o | lora_gate | lora_up | lora_down,
+    // lora_finetune_distributed.py _setup_model @1814feb17: the frozen base
+    // (bf16 or NF4Tensor) and the adapters under training.shard_model.
+    .sharded_adapters = true,
+    .own_head_units = torchtune_own_head_units,
 };
 
 }  // namespace vramcalc::core
