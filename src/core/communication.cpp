@@ -46,8 +46,12 @@ void data_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& out
     } else {
       // float8 all-gather moves the converted weights at 1 byte each.
       const std::uint64_t fp8 = checked_mul(m.num_layers, core::float8_gathered_per_layer(m, w));
+      // LoRA: the frozen base as gathered (an NF4 base's parts) and the
+      // adapters (zero3.cpp).
       const std::uint64_t all =
-          checked_add(bytes_for(count_parameters(m).total - fp8, gathered_dtype(w)), fp8);
+          w.lora.kind != Adapter::none
+              ? core::lora_gathered_bytes(m, w, trained)
+              : checked_add(bytes_for(count_parameters(m).total - fp8, gathered_dtype(w)), fp8);
       out.push_back(leaf("dp.param_allgather",
                          "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
                          micro, "2·W·(N−1)/N per micro-batch", k_zero));

@@ -440,6 +440,10 @@ void add_context_parallel(ActivationProfile& p, const Workload& w, const Dims& x
 /// input (`layer`); `trained` counts what trains (LoRA: the adapters).
 void zero3_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& trained, Inventory& fwd,
                    Inventory& bwd, Inventory& layer);
+/// The bytes one all-gather of the whole model moves under LoRA and ZeRO-3:
+/// the frozen base as FSDP2 gathers it and `adapters` adapter parameters.
+[[nodiscard]] std::uint64_t lora_gathered_bytes(const ModelSpec& m, const Workload& w,
+                                                std::uint64_t adapters);
 /// Megatron-Core, Korthikanti et al. 2022 (src/core/frameworks/megatron_activations.cpp).
 [[nodiscard]] ActivationProfile megatron_profile(const ModelSpec& m, const Workload& w,
                                                  Detail detail = Detail::tree);

@@ -33,38 +33,62 @@ std::uint64_t root_gathered(const ModelSpec& m, const Workload& w, const Paramet
   return checked_add(root - units, std::max(base.embedding, base.lm_head));
 }
 
-// One decoder layer's frozen base as FSDP2 all-gathers it: the bf16
-// weights, or for torchao's NF4Tensor what its fsdp_pre_all_gather hands
-// over, the uint8 codes (n/2), the int8 scalers (n/64) and the factors
-// (n/16384, the weight's dtype); scaler_mean and the nf4 table travel as
-// metadata and fsdp_post_all_gather builds the unsharded NF4Tensor on the
-// gathered tensors themselves, so nothing else is allocated (torchao
-// 77ca57d1 torchao/dtypes/nf4tensor.py fsdp_pre_all_gather,
-// fsdp_post_all_gather). The norms stay bf16.
-void frozen_layer_gathers(const ModelSpec& m, const Workload& w, Inventory& inv) {
-  const ParamTensorList tensors = parameter_tensor_list(m);
+// What torchao's NF4Tensor hands FSDP2 to all-gather for an n-element
+// weight: the uint8 codes (n/2), the int8 scalers (n/64) and the factors
+// (n/16384, in the weight's dtype: 2 B under bf16); scaler_mean and the nf4
+// table travel as metadata, and fsdp_post_all_gather builds the unsharded
+// NF4Tensor on the gathered tensors themselves, so nothing else is
+// allocated (torchao 77ca57d1 torchao/dtypes/nf4tensor.py
+// fsdp_pre_all_gather, fsdp_post_all_gather).
+struct Nf4Gathered {
+  std::uint64_t codes;
+  std::uint64_t scalers;
+  std::uint64_t factors;
+};
+
+Nf4Gathered nf4_gathered(std::uint64_t n) {
+  return {n / 2, n / 64, n / (64 * 256)};
+}
+
+// The frozen base's elements that FSDP2 gathers as they are (`plain`, in
+// --dtype) and as NF4Tensors (`nf4`): per decoder layer, or over the whole
+// model. QLoRA's NF4 base is every decoder-layer linear (quant.cpp).
+struct FrozenElements {
   std::uint64_t plain = 0;
   std::uint64_t nf4 = 0;
+};
+
+FrozenElements frozen_elements(const ModelSpec& m, const Workload& w, bool one_layer) {
+  const ParamTensorList tensors = parameter_tensor_list(m);
+  FrozenElements e;
   for (const ParamTensor& t : tensors) {
-    if (t.scope != ParamScope::layer) continue;
-    const std::uint64_t per_layer = t.layers > 0 ? t.count / t.layers : t.count;
-    const std::uint64_t n = checked_mul(t.elements(), per_layer);
-    if (w.quant.kind == QuantKind::torchao_nf4 && t.matrix) {
-      nf4 = checked_add(nf4, n);
+    if (one_layer && t.scope != ParamScope::layer) continue;
+    const std::uint64_t copies = !one_layer ? t.count : t.layers > 0 ? t.count / t.layers : t.count;
+    const std::uint64_t n = checked_mul(t.elements(), copies);
+    if (w.quant.kind == QuantKind::torchao_nf4 && t.matrix && t.scope == ParamScope::layer) {
+      e.nf4 = checked_add(e.nf4, n);
     } else {
-      plain = checked_add(plain, n);
+      e.plain = checked_add(e.plain, n);
     }
   }
+  return e;
+}
+
+// Two decoder layers' frozen base as FSDP2 all-gathers it: the bf16
+// weights and norms, the NF4 linears' gathered parts.
+void frozen_layer_gathers(const ModelSpec& m, const Workload& w, Inventory& inv) {
+  const FrozenElements e = frozen_elements(m, w, true);
   inv.add("zero3.base_params", "gathered frozen base of two decoder layers (current and prefetched)",
-          checked_mul(2, plain), w.dtype, "2 × layer base parameters", k_src);
-  if (nf4 == 0) return;
+          checked_mul(2, e.plain), w.dtype, "2 × layer base parameters", k_src);
+  if (e.nf4 == 0) return;
   constexpr std::string_view src = "torchao@77ca57d1 torchao/dtypes/nf4tensor.py fsdp_pre_all_gather";
-  inv.add("zero3.base_nf4_codes", "their gathered NF4 codes, two per byte", checked_mul(2, nf4 / 2),
+  const Nf4Gathered g = nf4_gathered(e.nf4);
+  inv.add("zero3.base_nf4_codes", "their gathered NF4 codes, two per byte", checked_mul(2, g.codes),
           DType::uint8, "2 × n / 2", src);
   inv.add("zero3.base_nf4_scalers", "their gathered int8 scalers, one per 64 values",
-          checked_mul(2, nf4 / 64), DType::int8, "2 × n / 64", src);
+          checked_mul(2, g.scalers), DType::int8, "2 × n / 64", src);
   inv.add("zero3.base_nf4_factors", "their gathered quantization factors, one per 256 scalers",
-          checked_mul(2, nf4 / (64 * 256)), w.dtype, "2 × n / 16384", src);
+          checked_mul(2, g.factors), w.dtype, "2 × n / 16384", src);
 }
 
 // The layers' gathers: two decoder layers at once (the current one and the
@@ -110,10 +134,13 @@ void zero3_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& 
   const bool lora = w.lora.kind != Adapter::none;
   const ParameterCount base = lora ? count_parameters(m) : trained;
   const std::uint64_t root = root_gathered(m, w, base);
+  const bool own = root != base.total - base.layers;
   const DType wd = gathered_dtype(w);
   for (Inventory* inv : {&fwd, &bwd}) {
-    inv->add("zero3.root_params", "gathered root unit: embeddings, final norm, output layer", root, wd,
-             "non-layer parameters", k_src);
+    inv->add("zero3.root_params",
+             own ? "gathered root unit (final norm) and the larger of the embedding and output units"
+                 : "gathered root unit: embeddings, final norm, output layer",
+             root, wd, own ? "final norm + max(embedding, output)" : "non-layer parameters", k_src);
     layer_gathers(m, w, trained, *inv);
   }
   if (w.offload.kind == OffloadKind::params) {
@@ -133,6 +160,18 @@ void zero3_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& 
   layer.add("zero3.reduce_scatter_input", "the previous layer's reduce-scatter input, held until this one's",
             trained.per_layer, gradient_dtype(w), "layer parameters",
             "PyTorch FSDP2 _fsdp_param_group.py (reduce_scatter_state), _fsdp_collectives.py foreach_reduce");
+}
+
+// The bytes one all-gather of every FSDP unit moves under LoRA: the frozen
+// base as FSDP2 gathers it (bf16, or the NF4 parts above) and the adapters
+// in their dtype.
+std::uint64_t lora_gathered_bytes(const ModelSpec& m, const Workload& w, std::uint64_t adapters) {
+  const FrozenElements e = frozen_elements(m, w, false);
+  const Nf4Gathered g = nf4_gathered(e.nf4);
+  const std::uint64_t nf4 =
+      checked_add(checked_add(bytes_for(g.codes, DType::uint8), bytes_for(g.scalers, DType::int8)),
+                  bytes_for(g.factors, w.dtype));
+  return checked_add(checked_add(bytes_for(e.plain, w.dtype), nf4), bytes_for(adapters, w.lora.dtype));
 }
 
 }  // namespace vramcalc::core
