@@ -133,14 +133,15 @@ void weights_state(Builder& out, const RankTensors& r, const Workload& w) {
   out.assume(Component::weights, [&] {
     if (w.lora.kind != Adapter::none) {
       const bool peft_qlora = peft_kbit(w);
-      return fmt::format("frozen base of {} parameters {}; {} LoRA parameters in {}",
+      return fmt::format("frozen base of {} parameters {}; {} LoRA parameters in {}{}",
                          format_thousands(r.pc.total),
                          w.lora.kind == Adapter::lora
                              ? fmt::format("in {}", name_of(w.dtype))
                              : fmt::format("as {}, the rest in {}{}", quant_text(w.quant),
                                            peft_qlora ? "fp32" : name_of(w.dtype),
                                            peft_qlora ? " (PEFT prepare_model_for_kbit_training)" : ""),
-                         format_thousands(r.trained_pc.total), name_of(w.lora.dtype));
+                         format_thousands(r.trained_pc.total), name_of(w.lora.dtype),
+                         shard_text(sf.weights, "ZeRO-3 shard"));
     }
     if (w.quant.kind != QuantKind::none) {
       return fmt::format("{} parameters stored as {} ({}){}", format_thousands(r.pc.total),

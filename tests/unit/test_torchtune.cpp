@@ -272,4 +272,20 @@ TEST_CASE("torchtune: custom_sharded_layers keeps one of embedding and output ga
     return core::total_bytes(fwd) - 2 * 2 * pc.per_layer;
   };
   CHECK(root({}) == 2 * (V * H + H));
+  // LoRA (rank 8 on q, v, output_proj, w1, w3, w2): the root unit holds the
+  // embedding, the final norm and the output, beside two layers' bf16 base
+  // and adapters.
+  constexpr std::uint64_t KV = 1024, FF = 14336;
+  constexpr std::uint64_t base_layer = 2 * H * H + 2 * KV * H + 3 * H * FF + 2 * H;
+  constexpr std::uint64_t adapters = 8 * (2 * (H + H) + (H + KV) + 3 * (H + FF));
+  WorkloadInput in = test::input(
+      {{"framework", "torchtune"}, {"checkpoint", "full"}, {"dp", "8"}, {"zero", "3"}, {"mode", "lora"}});
+  const PlanRequest r = resolve(load_model("llama-3.1-8b"), in);
+  ParameterCount trained;
+  trained.per_layer = adapters;
+  core::Inventory fwd(core::Detail::totals);
+  core::Inventory bwd(core::Detail::totals);
+  core::Inventory layer(core::Detail::totals);
+  core::zero3_gathers(r.model, r.workload, trained, fwd, bwd, layer);
+  CHECK(core::total_bytes(fwd) == 2 * (2 * V * H + H) + 2 * 2 * base_layer + 2 * 2 * adapters);
 }
