@@ -75,7 +75,7 @@ void tensor_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& o
   const std::uint64_t t = w.parallel.tp;
   if (t <= 1) return;
   if (const auto own = core::framework_module(w.framework).tp_exchange) {
-    const core::ContextExchange x = own(m, w);
+    const core::CollectiveTerm x = own(m, w);
     out.push_back(leaf("tp.exchange", "tensor parallel: the sequence's all-gathers and reduce-scatters",
                        x.bytes, micro, std::string(x.formula), std::string(x.source)));
     return;
@@ -115,7 +115,7 @@ void context_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& 
   const std::uint64_t cp = w.parallel.cp;
   if (cp <= 1) return;
   if (const auto own = core::framework_module(w.framework).cp_exchange) {
-    const core::ContextExchange x = own(m, w);
+    const core::CollectiveTerm x = own(m, w);
     out.push_back(leaf("cp.kv_exchange", "context parallel: the ring's K/V and their gradients", x.bytes,
                        micro, std::string(x.formula), std::string(x.source)));
     return;

@@ -43,9 +43,9 @@ enum class TrainingFeature : std::uint8_t {
   full_finetune,        ///< --mode train without adapters
 };
 
-/// What one rank exchanges per micro-batch for context parallelism (or,
-/// through FrameworkModule::tp_exchange, for tensor parallelism).
-struct ContextExchange {
+/// What one rank exchanges per micro-batch for a framework's own
+/// parallelism (FrameworkModule::cp_exchange, tp_exchange).
+struct CollectiveTerm {
   std::uint64_t bytes = 0;
   std::string_view formula;
   std::string_view source;
@@ -102,7 +102,7 @@ struct FrameworkModule {
   std::string_view loss_section = {};
   /// Its context parallelism's exchange (`w` is the rank's: s/cp tokens);
   /// null: Transformer Engine's P2P ring of K and V (Megatron).
-  ContextExchange (*cp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
+  CollectiveTerm (*cp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
   /// QLoRA with fp32 adapters follows PEFT's prepare_model_for_kbit_training:
   /// every parameter that is not 4-bit is cast to fp32, and checkpointing
   /// turns on (docs/formulas.md, "LoRA and QLoRA").
@@ -120,7 +120,7 @@ struct FrameworkModule {
   bool sequence_parallel_tp = false;
   /// Its tensor parallelism's collectives (`w` is the rank's); null:
   /// Megatron's four all-reduce volumes per layer.
-  ContextExchange (*tp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
+  CollectiveTerm (*tp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
   /// LoRA and QLoRA under ZeRO-3 / FSDP are modelled: the frozen base and
   /// the adapters are sharded with their layers and gathered with them
   /// (zero3.cpp), the adapters' gradients alone reduce-scattered.
@@ -154,7 +154,7 @@ inline constexpr std::size_t k_max_frameworks = 16;
 bool no_foreach(Optimizer o);
 
 /// torchtitan's ring attention exchange (torchtitan_cp.cpp).
-ContextExchange torchtitan_cp_exchange(const ModelSpec& m, const Workload& w);
+CollectiveTerm torchtitan_cp_exchange(const ModelSpec& m, const Workload& w);
 
 /// torchtitan's rank under tensor parallelism (torchtitan_tp.cpp).
 const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, ModelSpec& storage);
@@ -163,7 +163,7 @@ const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, Mode
 bool torchtitan_gathers_float8(const Workload& w);
 
 /// torchtitan's tensor-parallel all-gathers and reduce-scatters (torchtitan_tp.cpp).
-ContextExchange torchtitan_tp_exchange(const ModelSpec& m, const Workload& w);
+CollectiveTerm torchtitan_tp_exchange(const ModelSpec& m, const Workload& w);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

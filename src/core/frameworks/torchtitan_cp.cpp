@@ -88,7 +88,7 @@ void keep_larger(Inventory& current, Inventory candidate) {
 // all-gather the other cp − 1 ranks' K and V (a heads, 2 bytes); the
 // backward also passes dK and dV (fp32) to the next rank at each of its cp
 // steps.
-ContextExchange torchtitan_cp_exchange(const ModelSpec& m, const Workload& w) {
+CollectiveTerm torchtitan_cp_exchange(const ModelSpec& m, const Workload& w) {
   const std::uint64_t cp = w.parallel.cp;
   const std::uint64_t n = checked_product(w.batch, w.seq, checked_mul(m.num_attention_heads, m.head_dim));
   const std::uint64_t gather = checked_product(cp - 1, 2, bytes_for(n, w.dtype));

@@ -62,7 +62,7 @@ const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, Mode
 // all-gather repeat in backward as their reverse. A fully checkpointed
 // layer's recomputation repeats its forward's four; the op policy saves
 // the reduce-scatters' outputs and repeats only the two all-gathers.
-ContextExchange torchtitan_tp_exchange(const ModelSpec& m, const Workload& w) {
+CollectiveTerm torchtitan_tp_exchange(const ModelSpec& m, const Workload& w) {
   const std::uint64_t t = w.parallel.tp;
   const std::uint64_t n = checked_product(w.batch, w.seq, m.hidden_size);
   const std::uint64_t act = bytes_for(n, w.dtype);
