@@ -30,37 +30,46 @@ void check_nf4_blocks(const ModelSpec& model, const std::string& origin) {
   }
 }
 
-// torchtune's LoRA recipes (recipes/lora_finetune_single_device.py
-// @1814feb17): the model, adapters included, is built under
-// training.set_default_dtype, so lora_a and lora_b are in --dtype
-// (_setup_model checks it with validate_expected_param_dtype); dropout
-// defaults to the lora_llama3_* builders' 0.0 (the rank and targets are the
-// module's defaults, frameworks/torchtune.cpp). QLoRA's base is torchao's
-// NF4Tensor (modules/peft/lora.py LoRALinear with quantize_base, to_nf4).
-void resolve_torchtune_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
-  Workload& w = r.workload;
-  Lora& l = w.lora;
-  l.dtype = pick(r, in.lora_dtype, w.dtype, "lora_dtype");
-  if (l.dtype != w.dtype) {
+// A framework that builds its adapters in --dtype (torchtune's LoRA
+// recipes, recipes/lora_finetune_single_device.py @1814feb17: the model,
+// adapters included, under training.set_default_dtype, checked by
+// validate_expected_param_dtype); PEFT's default is fp32 adapters.
+DType adapter_dtype(PlanRequest& r, const WorkloadInput& in, const core::FrameworkModule& fw) {
+  const Workload& w = r.workload;
+  if (!fw.adapters_in_model_dtype) return pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
+  const DType d = pick(r, in.lora_dtype, w.dtype, "lora_dtype");
+  if (d != w.dtype) {
     conflict(in.lora_dtype->origin,
-             fmt::format("torchtune builds its adapters in the recipe's dtype (set_default_dtype): "
-                         "--lora-dtype {}",
-                         name_of(w.dtype)));
+             fmt::format("{} builds its adapters in the recipe's dtype (set_default_dtype): --lora-dtype {}",
+                         fw.name, name_of(w.dtype)));
   }
-  l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
-  if (l.kind == Adapter::qlora) {
+  return d;
+}
+
+// QLoRA's base as the framework stores it: bitsandbytes 4-bit (the QLoRA
+// paper's bnb-nf4-dq by default), or torchao's NF4Tensor (torchtune's
+// modules/peft/lora.py LoRALinear with quantize_base, to_nf4).
+void resolve_qlora_base(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in,
+                        const core::FrameworkModule& fw) {
+  Workload& w = r.workload;
+  if (fw.qlora_base == QuantKind::torchao_nf4) {
     Quant nf4;
     nf4.kind = QuantKind::torchao_nf4;
     w.quant = pick(r, in.quant, nf4, "quant");
     if (w.quant.kind != QuantKind::torchao_nf4) {
       conflict(in.quant->origin,
-               fmt::format("torchtune's QLoRA stores its base as torchao NF4 (to_nf4): --quant torchao-nf4, "
-                           "not {}",
-                           quant_text(w.quant)));
+               fmt::format("{}'s QLoRA stores its base as torchao NF4 (to_nf4): --quant torchao-nf4, not {}",
+                           fw.name, quant_text(w.quant)));
     }
     check_nf4_blocks(model, in.quant ? in.quant->origin : in.adapter->origin);
-  } else if (in.quant) {
-    conflict(in.quant->origin, "a quantized base is QLoRA: use --mode qlora");
+    return;
+  }
+  w.quant = pick(r, in.quant, io::parse_quant("bnb-nf4-dq", "--quant"), "quant");
+  if (w.quant.kind != QuantKind::bnb_4bit) {
+    conflict(in.quant->origin,
+             fmt::format("QLoRA's base is bitsandbytes 4-bit: bnb-nf4-dq (the QLoRA paper's), bnb-nf4, "
+                         "bnb-fp4 or bnb-fp4-dq, not {}",
+                         quant_text(w.quant)));
   }
 }
 
@@ -104,25 +113,14 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   // frameworks/unsloth.cpp, torchtune's in frameworks/torchtune.cpp.
   l.rank = pick(r, in.lora_rank, fw.default_lora_rank, "lora_rank");
   l.targets = pick(r, in.lora_targets, fw.default_lora_targets, "lora_targets");
-  if (w.framework == Framework::torchtune) {
-    resolve_torchtune_lora(model, r, in);
-  } else {
-    l.dtype = pick(r, in.lora_dtype, DType::fp32, "lora_dtype");
-    l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
-  }
+  l.dtype = adapter_dtype(r, in, fw);
+  l.dropout = pick(r, in.lora_dropout, 0.0, "lora_dropout");
   // Not used by the LoRA formulas (dtypes_of, gradient_dtype follow the
   // adapters); pure names the 16-bit frozen base.
   w.precision = Precision::pure;
   std::erase(r.defaulted, std::string("precision"));
-  if (w.framework == Framework::torchtune) return;
   if (qlora) {
-    w.quant = pick(r, in.quant, io::parse_quant("bnb-nf4-dq", "--quant"), "quant");
-    if (w.quant.kind != QuantKind::bnb_4bit) {
-      conflict(in.quant->origin,
-               fmt::format("QLoRA's base is bitsandbytes 4-bit: bnb-nf4-dq (the QLoRA paper's), bnb-nf4, "
-                           "bnb-fp4 or bnb-fp4-dq, not {}",
-                           quant_text(w.quant)));
-    }
+    resolve_qlora_base(model, r, in, fw);
   } else if (in.quant) {
     conflict(in.quant->origin, "a quantized base is QLoRA: use --mode qlora");
   }

@@ -125,6 +125,12 @@ struct FrameworkModule {
   /// the adapters are sharded with their layers and gathered with them
   /// (zero3.cpp), the adapters' gradients alone reduce-scattered.
   bool sharded_adapters = false;
+  /// LoRA adapters are built in --dtype (torchtune's recipes build the
+  /// model under set_default_dtype); false: PEFT's fp32 adapters by default.
+  bool adapters_in_model_dtype = false;
+  /// QLoRA's 4-bit base: bitsandbytes (PEFT, Unsloth) or torchao's NF4Tensor
+  /// (torchtune's LoRALinear with quantize_base).
+  QuantKind qlora_base = QuantKind::bnb_4bit;
   /// Under FSDP the token embedding and the output layer are units of their
   /// own, resharded after use, so the root unit keeps only the final norm
   /// gathered and at most one of them is gathered beside it (torchtune's

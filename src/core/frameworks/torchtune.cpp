@@ -176,6 +176,8 @@ extern const FrameworkModule k_torchtune_framework{
     // lora_finetune_distributed.py _setup_model @1814feb17: the frozen base
     // (bf16 or NF4Tensor) and the adapters under training.shard_model.
     .sharded_adapters = true,
+    .adapters_in_model_dtype = true,
+    .qlora_base = QuantKind::torchao_nf4,
     .own_head_units = torchtune_own_head_units,
 };
 
