@@ -182,7 +182,9 @@ void resolve_sharding(PlanRequest& r, const WorkloadInput& in) {
 // sharding over two ranks or more.
 void check_fsdp_mp(const Workload& w, const WorkloadInput& in) {
   if (w.precision != Precision::fsdp_mp || !in.precision) return;
-  if (w.zero != 3 || zero_ranks(w) < 2) {
+  // The shards span the data- and context-parallel ranks (torchtitan's
+  // dp_shard_cp mesh).
+  if (w.zero != 3 || checked_mul(zero_ranks(w), w.parallel.cp) < 2) {
     conflict(in.precision->origin,
              "fsdp-mp is FSDP2's MixedPrecisionPolicy, which casts the parameters it all-gathers: it needs "
              "--fsdp full (or --zero 3) over --dp 2 or more");

@@ -112,6 +112,15 @@ TEST_CASE("torchtitan: context parallelism adds the ring's working set to a laye
     if (c.id == "cp.kv_exchange") exchange = c.bytes;
   }
   CHECK(exchange == 32 * (12 * n + 16 * n));
+  // FSDP2 shards over dp·cp: one data-parallel rank with cp 8 is eight
+  // shards, and fsdp-mp given by hand is accepted there.
+  const PlanRequest cp8 = test::request(load_model("llama-3.1-8b"), {{"mode", "train"},
+                                                                     {"framework", "torchtitan"},
+                                                                     {"dp", "1"},
+                                                                     {"cp", "8"},
+                                                                     {"seq", "65536"},
+                                                                     {"precision", "fsdp-mp"}});
+  CHECK(cp8.workload.precision == Precision::fsdp_mp);
 }
 
 TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
