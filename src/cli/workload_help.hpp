@@ -15,20 +15,22 @@ struct FlagHelp {
 inline constexpr FlagHelp k_flag_help[] = {
     {"mode",
      "infer | train | lora (a frozen 16-bit base with LoRA adapters, PEFT) | qlora (a frozen bitsandbytes "
-     "4-bit base, nf4 with double quantisation unless --quant says otherwise) (default infer)"},
+     "4-bit base, nf4 with double quantisation unless --quant says otherwise; torchao NF4 under "
+     "--framework torchtune) (default infer)"},
     {"freeze",
      "train: parts that get no gradients, a comma list of embeddings, lm_head, layers:0-K (the bottom K+1 "
      "layers); frozen bottom layers keep no activations when nothing below needs a gradient"},
-    {"lora_rank", "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig; 16 under --framework unsloth)"},
+    {"lora_rank",
+     "lora, qlora: adapter rank r (default 8, PEFT's LoraConfig and torchtune's builders; 16 under "
+     "--framework unsloth)"},
     {"lora_targets",
      "lora, qlora: all-linear | attn | mlp | a comma list of q, k, v, o, gate, up, down (default q,v: PEFT's "
-     "choice for Llama-style models; all-linear under --framework unsloth)"},
+     "choice for Llama-style models; all-linear under --framework unsloth; q,v,o,mlp, its configs', under "
+     "torchtune)"},
     {"lora_dtype",
      "lora, qlora: fp32 (PEFT: adapters upcast, trained under autocast; QLoRA also casts the base's "
-     "non-4-bit "
-     "parameters to fp32 and turns checkpointing on) | bf16 | fp16 (everything 16-bit, as torchtune) "
-     "(default "
-     "fp32)"},
+     "non-4-bit parameters to fp32 and turns checkpointing on) | bf16 | fp16 (everything 16-bit) (default "
+     "fp32; --dtype under --framework torchtune, which builds its adapters in it)"},
     {"lora_dropout", "lora, qlora: lora_dropout probability (default 0)"},
     {"batch", "micro-batch per GPU; concurrent sequences when serving (default 1)"},
     {"grad_accum",
@@ -183,7 +185,8 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"quant",
      "serving: how the checkpoint stores its weights: bnb-int8 | bnb-nf4[-dq] | bnb-fp4[-dq] | "
      "gptq:BITS:GROUP | awq:4:GROUP | fp8 | fp8-block | nvfp4 | mxfp4 | gguf:TYPE (Q8_0, Q6_K, Q5_K_M, "
-     "Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, Q3_K_L, IQ4_XS, F16, BF16; pure Q5_K, Q4_K, Q3_K, Q2_K) (default none)"},
+     "Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, Q3_K_L, IQ4_XS, F16, BF16; pure Q5_K, Q4_K, Q3_K, Q2_K); "
+     "torchao-nf4 is torchtune's QLoRA base (default none)"},
     {"quant_lm_head",
      "yes | no: quantize the output layer too (default: no, as bitsandbytes, GPTQ and AWQ do; yes for GGUF)"},
     {"dp", "data-parallel degree (default 1)"},
