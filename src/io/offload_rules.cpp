@@ -52,21 +52,16 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
     set_offload_link(r, in);
     return;
   }
-  // torchtune shards only with FSDP2, so its --zero 3 is FSDP too.
-  const bool torchtune = w.framework == Framework::torchtune;
-  o.fsdp = in.fsdp.has_value() || torchtune;
+  // A framework that shards only with FSDP2 (torchtune): its --zero 3 is
+  // FSDP too.
+  const core::FrameworkModule& fw = core::framework_module(w.framework);
+  o.fsdp = in.fsdp.has_value() || fw.fsdp2_sharding;
   check_supported(w, core::TrainingFeature::offload, origin);
   if (w.lora.kind != Adapter::none || w.freeze.any()) {
     conflict(origin, "offload with LoRA or frozen parts is not modelled yet");
   }
   const std::string& precision_origin = in.precision ? in.precision->origin : origin;
-  if (torchtune && w.zero != 3) {
-    conflict(
-        origin,
-        "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
-        "optimizer is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is --dp 2 "
-        "or more with --zero 3 and --offload params");
-  }
+  if (w.zero != 3) check_supported(w, core::TrainingFeature::unsharded_offload, origin);
   if (o.fsdp) {
     if (o.kind != OffloadKind::params || w.zero != 3) {
       conflict(origin,
@@ -85,7 +80,7 @@ void resolve_offload(PlanRequest& r, const WorkloadInput& in) {
     // bf16 and pass no MixedPrecisionPolicy, so its shards, gradients and
     // AdamW states there are bf16 (torchtune@1814feb17
     // training/_distributed.py shard_model, CPUOffloadPolicy).
-    const bool bf16_shards = torchtune && w.precision == Precision::pure;
+    const bool bf16_shards = fw.fsdp2_sharding && w.precision == Precision::pure;
     if (w.precision != Precision::amp && w.precision != Precision::fp32 && !bf16_shards) {
       conflict(precision_origin,
                "FSDP's CPU offload keeps the sharded parameters in fp32 on the host: use "

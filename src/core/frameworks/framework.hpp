@@ -36,6 +36,7 @@ enum class TrainingFeature : std::uint8_t {
   context_parallel,     ///< --cp alone
   hybrid_shard,         ///< --fsdp hybrid:K
   offload,              ///< --offload optimizer, params
+  unsharded_offload,    ///< --offload optimizer, params without ZeRO-3 / FSDP
   activation_offload,   ///< --offload activations
   op_checkpoint,        ///< --checkpoint selective-op
   compile,              ///< --compile yes
@@ -125,6 +126,10 @@ struct FrameworkModule {
   /// the adapters are sharded with their layers and gathered with them
   /// (zero3.cpp), the adapters' gradients alone reduce-scattered.
   bool sharded_adapters = false;
+  /// It shards only with FSDP2 and no MixedPrecisionPolicy: its --zero 3 is
+  /// FSDP, and FSDP's CPU offload keeps the shards in the parameters' dtype
+  /// (torchtune's training.shard_model).
+  bool fsdp2_sharding = false;
   /// LoRA adapters are built in --dtype (torchtune's recipes build the
   /// model under set_default_dtype); false: PEFT's fp32 adapters by default.
   bool adapters_in_model_dtype = false;

@@ -39,6 +39,11 @@ std::string_view torchtune_refusal(TrainingFeature f) {
              "1-D mesh): --fsdp full or --zero 3";
     case TrainingFeature::float8:
       return "torchtune's float8 training is not modelled; --float8 is modelled for --framework torchtitan";
+    case TrainingFeature::unsharded_offload:
+      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
+             "optimizer is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is --dp "
+             "2 "
+             "or more with --zero 3 and --offload params";
     default:
       return {};
   }
@@ -176,6 +181,7 @@ extern const FrameworkModule k_torchtune_framework{
     // lora_finetune_distributed.py _setup_model @1814feb17: the frozen base
     // (bf16 or NF4Tensor) and the adapters under training.shard_model.
     .sharded_adapters = true,
+    .fsdp2_sharding = true,
     .adapters_in_model_dtype = true,
     .qlora_base = QuantKind::torchao_nf4,
     .own_head_units = torchtune_own_head_units,
