@@ -43,7 +43,8 @@ constexpr std::string_view k_gc =
     "UnslothCheckpointFunction.forward";
 constexpr std::string_view k_rope =
     "unsloth@021d1f78 unsloth/models/llama.py LlamaExtendedRotaryEmbedding (cos_cached, sin_cached), "
-    "LlamaModel_fast_forward (rotary_emb called with max_position_embeddings), FastLlamaModel.from_pretrained (one "
+    "LlamaModel_fast_forward (rotary_emb called with max_position_embeddings), "
+    "FastLlamaModel.from_pretrained (one "
     "rotary_emb for all layers)";
 constexpr std::string_view k_fast_ce =
     "unsloth@021d1f78 unsloth/models/llama.py CausalLM_fast_forward (b·s ≤ 1024: lm_head logits, "
