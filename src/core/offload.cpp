@@ -39,28 +39,27 @@ std::vector<Node> host_link_traffic(const ModelSpec& m, const Workload& w) {
   const std::uint64_t all = count_parameters(tensors, m.num_layers).total;
   constexpr const char* ds12 = "DeepSpeed runtime/zero/stage_1_and_2.py (offload_optimizer)";
   constexpr const char* ds3 = "DeepSpeed runtime/zero/stage3.py (offload_optimizer, offload_param)";
-  auto add = [&out](const char* id, const char* label, std::uint64_t each, std::uint64_t count,
-                    const char* formula,
-                    const char* source) { out.push_back(leaf(id, label, each, count, formula, source)); };
+  auto add = [&out](const char* id, std::string label, std::uint64_t each, std::uint64_t count,
+                    std::string formula, const char* source) {
+    out.push_back(leaf(id, std::move(label), each, count, std::move(formula), source));
+  };
   if (o.fsdp) {
     // FSDP keeps the fp32 shard on the host and copies it over before each
     // all-gather (forward, and again in backward after the reshard), and
     // sends the fp32 gradient shard back after the reduce-scatter
     // (fsdp/_fully_shard/_fsdp_param.py all_gather_inputs;
     // _fsdp_collectives.py foreach_reduce; FSDP1 _flat_param.py, _runtime_utils.py _offload_grad).
-    // torchtune's shards and gradients are bf16 (no MixedPrecisionPolicy).
-    const std::uint64_t shard = bytes_for(shard_elements(all, N), weight_dtype(w));
-    const bool fp32 = weight_dtype(w) == DType::fp32;
-    add("h2d.param_shards",
-        fp32 ? "fp32 parameter shards for the forward and backward all-gathers"
-             : "bf16 parameter shards for the forward and backward all-gathers",
-        checked_mul(2, shard), k, fp32 ? "2 × 4·P/N per micro-batch" : "2 × 2·P/N per micro-batch",
-        "PyTorch FSDP2 _fsdp_param.py; FSDP1 _flat_param.py");
+    // Both in the parameters' and gradients' dtypes: fp32 under amp,
+    // torchtune's bf16 (no MixedPrecisionPolicy).
+    const DType wd = weight_dtype(w);
     const DType g = gradient_dtype(w);
-    add("d2h.grad_shards",
-        g == DType::fp32 ? "fp32 gradient shards after each reduce-scatter"
-                         : "bf16 gradient shards after each reduce-scatter",
-        bytes_for(S, g), k, g == DType::fp32 ? "4·P/N per micro-batch" : "2·P/N per micro-batch",
+    add("h2d.param_shards",
+        fmt::format("{} parameter shards for the forward and backward all-gathers", name_of(wd)),
+        checked_mul(2, bytes_for(shard_elements(all, N), wd)), k,
+        fmt::format("2 × {}·P/N per micro-batch", bytes_for(1, wd)),
+        "PyTorch FSDP2 _fsdp_param.py; FSDP1 _flat_param.py");
+    add("d2h.grad_shards", fmt::format("{} gradient shards after each reduce-scatter", name_of(g)),
+        bytes_for(S, g), k, fmt::format("{}·P/N per micro-batch", bytes_for(1, g)),
         "PyTorch FSDP2 _fsdp_collectives.py foreach_reduce");
     return out;
   }
