@@ -16,6 +16,16 @@ namespace vramcalc::core {
 
 namespace {
 
+// Optimizer or parameter offload on one GPU: refused at the input boundary
+// (TrainingFeature::unsharded_offload) and for workloads built directly
+// (torchtune_layout_unmodelled).
+constexpr std::string_view k_single_device_offload =
+    "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
+    "optimizer "
+    "is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is --dp 2 or more with "
+    "--zero "
+    "3 and --offload params";
+
 std::string_view torchtune_refusal(TrainingFeature f) {
   switch (f) {
     case TrainingFeature::inference:
@@ -40,10 +50,7 @@ std::string_view torchtune_refusal(TrainingFeature f) {
     case TrainingFeature::float8:
       return "torchtune's float8 training is not modelled; --float8 is modelled for --framework torchtitan";
     case TrainingFeature::unsharded_offload:
-      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
-             "optimizer is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is --dp "
-             "2 "
-             "or more with --zero 3 and --offload params";
+      return k_single_device_offload;
     default:
       return {};
   }
@@ -73,9 +80,7 @@ ActivationProfile torchtune_activations(const ModelSpec& m, const Workload& w, D
 std::string torchtune_layout_unmodelled(const Workload& w) {
   if (w.dp == 1 && w.zero == 0) {
     if (w.offload.kind != OffloadKind::none) {
-      return "torchtune's single-device recipe has no optimizer or parameter offload (its paged bitsandbytes "
-             "optimizer is --optimizer paged-adamw-8bit); its distributed recipe's fsdp_cpu_offload is "
-             "--dp 2 or more with --zero 3 and --offload params";
+      return std::string(k_single_device_offload);
     }
     return {};
   }
