@@ -26,6 +26,12 @@ enum class QuantKind : std::uint8_t {
   torchao_nf4,  ///< torchao NF4Tensor (torchtune's QLoRA): 4-bit blocks of 64, int8 scalers per block
 };
 
+/// torchao's to_nf4 defaults (torchao@77ca57d1 torchao/dtypes/nf4tensor.py):
+/// block_size 64 values per int8 scaler, scaler_block_size 256 scalers per
+/// quantization factor.
+inline constexpr std::uint64_t k_torchao_nf4_block = 64;
+inline constexpr std::uint64_t k_torchao_nf4_scaler_block = 256;
+
 /// ggml tensor types (ggml/src/ggml.c type_traits, ggml-common.h blocks).
 enum class GgufType : std::uint8_t {
   F32,

@@ -264,8 +264,8 @@ void bnb_4bit_parts(const PartAdder& add, Linear l, const Quant& q) {
 // one quantization factor per 256 scalers and the mean, both in the weight's
 // own dtype (bf16 under torchtune), and a 16-entry NF4 table in that dtype
 // built for every tensor. from_tensor asserts whole blocks, so no rounding.
-constexpr std::uint64_t k_nf4_block = 64;
-constexpr std::uint64_t k_nf4_scaler_block = 256;
+constexpr std::uint64_t k_nf4_block = k_torchao_nf4_block;
+constexpr std::uint64_t k_nf4_scaler_block = k_torchao_nf4_scaler_block;
 
 void torchao_nf4_parts(const PartAdder& add, Linear l, DType weight) {
   const std::uint64_t n = checked_mul(l.out, l.in);

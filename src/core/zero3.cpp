@@ -47,7 +47,7 @@ struct Nf4Gathered {
 };
 
 Nf4Gathered nf4_gathered(std::uint64_t n) {
-  return {n / 2, n / 64, n / (64 * 256)};
+  return {n / 2, n / k_torchao_nf4_block, n / (k_torchao_nf4_block * k_torchao_nf4_scaler_block)};
 }
 
 // The frozen base's elements that FSDP2 gathers as they are (`plain`, in

@@ -17,7 +17,7 @@ namespace {
 // values and whole groups of 256 scalers: every quantized weight a multiple
 // of 16,384 elements.
 void check_nf4_blocks(const ModelSpec& model, const std::string& origin) {
-  constexpr std::uint64_t k_group = 64 * 256;
+  constexpr std::uint64_t k_group = k_torchao_nf4_block * k_torchao_nf4_scaler_block;
   const std::uint64_t h = model.hidden_size;
   const std::uint64_t q_out = checked_mul(model.num_attention_heads, model.head_dim);
   const std::uint64_t kv_out = checked_mul(model.num_key_value_heads, model.head_dim);
