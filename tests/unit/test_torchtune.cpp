@@ -12,14 +12,20 @@ using namespace vramcalc;
 
 namespace {
 
-Budget tune(test::Settings extra) {
-  WorkloadInput in = test::input({{"mode", "train"},
-                                  {"framework", "torchtune"},
-                                  {"batch", "2"},
-                                  {"seq", "4096"},
-                                  {"checkpoint", "none"}});
+// torchtune on Llama 3.2 3B at batch 2 × 4096 tokens: `base`, then `extra`.
+PlanRequest tune_request(test::Settings base, test::Settings extra) {
+  WorkloadInput in = test::input(base);
   overlay(in, test::input(extra));
-  const PlanRequest r = resolve(load_model("llama-3.2-3b"), in);
+  return resolve(load_model("llama-3.2-3b"), in);
+}
+
+Budget tune(test::Settings extra) {
+  const PlanRequest r = tune_request({{"mode", "train"},
+                                      {"framework", "torchtune"},
+                                      {"batch", "2"},
+                                      {"seq", "4096"},
+                                      {"checkpoint", "none"}},
+                                     extra);
   return estimate(r.model, r.workload);
 }
 
@@ -189,14 +195,13 @@ namespace {
 
 // LoRA under FSDP2 on Llama 3.2 3B: the resolved workload and model.
 PlanRequest tune_fsdp(test::Settings extra) {
-  WorkloadInput in = test::input({{"framework", "torchtune"},
-                                  {"batch", "2"},
-                                  {"seq", "4096"},
-                                  {"checkpoint", "full"},
-                                  {"dp", "2"},
-                                  {"zero", "3"}});
-  overlay(in, test::input(extra));
-  return resolve(load_model("llama-3.2-3b"), in);
+  return tune_request({{"framework", "torchtune"},
+                       {"batch", "2"},
+                       {"seq", "4096"},
+                       {"checkpoint", "full"},
+                       {"dp", "2"},
+                       {"zero", "3"}},
+                      extra);
 }
 
 // One layer's rank-8 adapters on q, v, output_proj, w1, w3 and w2.
