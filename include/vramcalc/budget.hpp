@@ -100,17 +100,18 @@ struct PipelineStage {
   std::uint64_t stages = 1;        ///< pp; 1 without pipeline parallelism
   std::uint64_t chunks = 1;        ///< model chunks on the rank (V of interleaved:V)
   std::uint64_t chunk_layers = 0;  ///< decoder layers per chunk
+  std::uint64_t first = 0;         ///< the first decoder layer of the rank's first chunk
   bool embedding = true;           ///< holds the input embeddings (the first stage)
   bool head = true;                ///< holds the final norm and output layer (the last stage)
   /// Micro-batch passes through a chunk whose activations the rank holds
   /// at its worst moment (pipeline_in_flight).
   std::uint64_t in_flight = 1;
 
-  /// The first decoder layer of chunk c: Megatron gives chunk c of stage s
-  /// the layers from (c·stages + s)·chunk_layers.
-  [[nodiscard]] std::uint64_t first_layer(std::uint64_t c) const {
-    return (c * stages + stage) * chunk_layers;
-  }
+  /// The first decoder layer of chunk c: chunk c of stage s is model chunk
+  /// c·stages + s, chunk_layers after chunk c − 1's (Megatron's chunks and
+  /// torchtitan's interleaved stages are all one size: `first` is
+  /// s·chunk_layers; torchtitan's 1f1b stages may differ by a layer).
+  [[nodiscard]] std::uint64_t first_layer(std::uint64_t c) const { return first + c * stages * chunk_layers; }
 };
 
 struct Budget {

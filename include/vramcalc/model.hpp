@@ -113,6 +113,8 @@ struct ModelSpec {
   /// layer). A whole model holds both.
   bool holds_embedding = true;
   bool holds_head = true;
+  /// The stage's first decoder layer in the whole model (0 for a whole model).
+  std::uint64_t first_layer = 0;
   /// Expert parallelism (a rank's share): the routed experts of every MoE
   /// layer split over this many ranks, each holding experts / expert_ranks
   /// of them; the router still scores all of them.

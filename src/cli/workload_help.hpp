@@ -90,9 +90,12 @@ inline constexpr FlagHelp k_flag_help[] = {
      "attention; --seq must divide by 2·cp); Megatron replicates the weights and spreads the distributed "
      "optimizer over dp·cp, torchtitan's FSDP2 shards over dp·cp (default 1)"},
     {"pp",
-     "Megatron's --pipeline-model-parallel-size with --mode train --framework megatron: stage i holds layers "
-     "i·L/pp … (i+1)·L/pp − 1, the first also the embeddings, the last the output layer; the plan is the "
-     "worst stage's rank, with every stage in a table and the JSON's \"ranks\" (default 1)"},
+     "pipeline stages with --mode train: Megatron's --pipeline-model-parallel-size (--framework megatron: "
+     "stage i holds layers i·L/pp … (i+1)·L/pp − 1) or torchtitan's pipeline_parallel_degree (its "
+     "generated split: stages of ⌊L/pp⌋ or one more; FSDP2 keeps the stage gathered all step, and a step "
+     "runs pp micro-batches unless --microbatches says); the first stage also holds the embeddings, the "
+     "last the output layer; the plan is the worst stage's rank, with every stage in a table and the "
+     "JSON's \"ranks\" (default 1)"},
     {"ep",
      "Megatron's --expert-model-parallel-size for MoE models: each rank holds experts/ep of every MoE "
      "layer's routed experts, taken from the data-parallel ranks (ep divides dp·cp); their optimizer "
@@ -104,7 +107,8 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"pp_schedule",
      "1f1b | interleaved:V | gpipe: how the pipeline orders its micro-batches; stage i of 1f1b keeps "
      "min(pp − i, M) micro-batches' activations, interleaved:V gives each rank V chunks of L/(pp·V) layers "
-     "(Megatron's --num-virtual-stages-per-pipeline-rank), gpipe keeps all M (default 1f1b)"},
+     "(Megatron's --num-virtual-stages-per-pipeline-rank; torchtitan's Interleaved1F1B: interleaved:2), "
+     "gpipe keeps all M (default 1f1b)"},
     {"microbatches",
      "micro-batches per optimizer step, M (Megatron's num_microbatches = global batch / (micro-batch × "
      "dp)); the same count as --grad-accum (default 1)"},

@@ -36,8 +36,10 @@ void data_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& out
                        1, "2·G·(N−1)/N", k_zero));
   } else {
     // ZeRO-2 and 3 reduce-scatter every micro-batch's gradients into their
-    // partitions; ZeRO-1 once per step.
-    const std::uint64_t scatters = w.zero >= 2 ? micro : 1;
+    // partitions; ZeRO-1 once per step, and so does a pipeline stage under
+    // FSDP2, which also gathers its units once (core::stage_stays_gathered).
+    const bool once = core::stage_stays_gathered(w);
+    const std::uint64_t scatters = w.zero >= 2 && !once ? micro : 1;
     out.push_back(leaf("dp.grad_reduce_scatter", "ZeRO: reduce-scatter of the gradients", ring(grads, N, 1),
                        scatters, "G·(N−1)/N per micro-batch (ZeRO-2/3) or step (ZeRO-1)", k_zero));
     if (w.zero <= 2) {
@@ -52,9 +54,16 @@ void data_parallel(const ModelSpec& m, const Workload& w, std::vector<Node>& out
           w.lora.kind != Adapter::none
               ? core::lora_gathered_bytes(m, w, trained)
               : checked_add(bytes_for(count_parameters(m).total - fp8, gathered_dtype(w)), fp8);
-      out.push_back(leaf("dp.param_allgather",
-                         "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
-                         micro, "2·W·(N−1)/N per micro-batch", k_zero));
+      if (once) {
+        out.push_back(leaf("dp.param_allgather", "FSDP2: all-gather of the stage's parameters, kept all step",
+                           ring(all, N, 1), 1, "W·(N−1)/N per step",
+                           "torchtitan@9dec370ad26b parallelize_llama.py apply_fsdp; pytorch "
+                           "torch/distributed/pipelining/stage.py backward_maybe_with_nosync"));
+      } else {
+        out.push_back(leaf("dp.param_allgather",
+                           "ZeRO-3: all-gather of the parameters for forward and backward", ring(all, N, 2),
+                           micro, "2·W·(N−1)/N per micro-batch", k_zero));
+      }
     }
     // Hybrid sharding: each shard group's reduce-scattered gradients are
     // all-reduced with the same shard of the other dp/K groups, every

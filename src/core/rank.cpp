@@ -63,6 +63,7 @@ PipelineStage pipeline_stage_of(const ModelSpec& held, const Workload& w) {
   st.stages = p.pp;
   st.chunks = p.virtual_stages;
   st.chunk_layers = held.num_layers / p.virtual_stages;
+  st.first = held.first_layer;
   st.embedding = held.holds_embedding;
   st.head = held.holds_head;
   st.in_flight = pipeline_in_flight(p.schedule, p.pp, p.virtual_stages, w.grad_accum, st.stage).units;

@@ -77,6 +77,7 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   s.mtp_layers = m.mtp_layers;
   s.holds_embedding = m.holds_embedding;
   s.holds_head = m.holds_head;
+  s.first_layer = m.first_layer;
   s.expert_ranks = m.expert_ranks;
   return s;
 }

@@ -224,9 +224,18 @@ struct StepGradients {
 
   // Gradient bytes live once the backward has produced those of `done`
   // parameters.
+  // Pipelining under FSDP2 (stage_stays_gathered): the sharded gradients
+  // appear only when the last backward reduce-scatters them.
+  bool at_end = false;
+
   [[nodiscard]] std::uint64_t live(std::uint64_t done) const {
     if (in_backward) return done > 0 ? largest : 0;
+    if (at_end) return ddp_buckets;
     return checked_add(ddp_buckets, persist ? grads : share(grads, done, params));
+  }
+  // Once backward is over: every gradient.
+  [[nodiscard]] std::uint64_t after_backward() const {
+    return at_end ? checked_add(ddp_buckets, grads) : live(params);
   }
 };
 
@@ -343,12 +352,14 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
   // transformers Trainer calls zero_grad only after the optimizer step).
   // --optimizer-in-backward: the gradient component is the largest
   // parameter's, live once backward has made any (states_budget.cpp).
+  const bool at_end = stage_stays_gathered(w);
   const StepGradients g{c[idx(Component::gradients)] - ddp_buckets,
                         ddp_buckets,
                         t.params.total,
-                        framework_module(w.framework).persistent_grads || w.grad_accum > 1,
+                        !at_end && (framework_module(w.framework).persistent_grads || w.grad_accum > 1),
                         w.optimizer_in_backward,
-                        c[idx(Component::gradients)]};
+                        c[idx(Component::gradients)],
+                        at_end};
   base[idx(Component::gradients)] = checked_add(ddp_buckets, g.persist ? g.grads : 0);
   forward_moments(out, t, base, c, zero3_fwd);
 
@@ -378,11 +389,11 @@ Moments training_moments(const Train& t, const ComponentBytes& c, std::uint64_t 
     e.live[idx(Component::activations)] = checked_add(t.a_model, t.in_flight_acts);
     e.activation_rounding = checked_add(t.r_model, t.in_flight_rounding);
     e.live[idx(Component::logits)] = t.in_flight_logits;
-    e.live[idx(Component::gradients)] = g.live(t.params.total);
+    e.live[idx(Component::gradients)] = g.after_backward();
   }
   if (w.optimizer != Optimizer::none) {
     Moment& s = add_moment(out, "optimizer step", base, step_temporaries(t, detail));
-    s.live[idx(Component::gradients)] = g.live(t.params.total);
+    s.live[idx(Component::gradients)] = g.after_backward();
   }
   return out;
 }
@@ -551,7 +562,7 @@ const ModelSpec& current_chunk(const ModelSpec& stage, const Workload& w, ModelS
   storage = stage;  // a tensor-parallel shard: no name to copy
   storage.num_layers = stage.num_layers / p.virtual_stages;
   const std::uint64_t chunk = stage.holds_head ? p.virtual_stages - 1 : 0;
-  offset = checked_mul(checked_add(checked_mul(chunk, p.pp), p.stage.value_or(0)), storage.num_layers);
+  offset = checked_add(stage.first_layer, checked_product(chunk, p.pp, storage.num_layers));
   return storage;
 }
 
@@ -626,6 +637,7 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   Inventory z3b(d);
   Inventory z3l(d);
   zero3_gathers(t.m, t.w, t.params, z3f, z3b, z3l);
+  if (framework_module(w.framework).torch_pipelining) torch_pipeline_held(t.m, t.w, t.params, z3f, z3b);
   Moments moments = training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
   // The allocator's reserve: the step replayed tensor by tensor (reserve.cpp).
   // Replayed for expandable segments, the mode validated against measured

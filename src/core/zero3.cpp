@@ -129,8 +129,11 @@ void layer_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& 
 // a parameter whose grad is None): under LoRA, the adapters.
 void zero3_gathers(const ModelSpec& m, const Workload& w, const ParameterCount& trained, Inventory& fwd,
                    Inventory& bwd, Inventory& layer) {
-  // One rank gathers nothing, unless its parameters wait on the host.
+  // One rank gathers nothing, unless its parameters wait on the host; a
+  // pipeline stage under torch.distributed.pipelining keeps all of its
+  // units gathered (torch_pipeline_held).
   if (w.zero < 3 || (zero_ranks(w) <= 1 && w.offload.kind != OffloadKind::params)) return;
+  if (stage_stays_gathered(w)) return;
   const bool lora = w.lora.kind != Adapter::none;
   const ParameterCount base = lora ? count_parameters(m) : trained;
   const std::uint64_t root = root_gathered(m, w, base);

@@ -67,24 +67,32 @@ void resolve_context_parallel(PlanRequest& r, const WorkloadInput& in) {
   }
 }
 
-// Megatron's pipeline parallelism: what it accepts (megatron/training/
-// arguments.py validate_args: the layers split evenly over the stages and
-// their virtual chunks; core/pipeline_parallel/schedules.py: the
-// interleaved schedule takes micro-batches in groups of pp).
-void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+// --pp and --pp-schedule as given (schedule and chunks defaulted to 1f1b);
+// false without a pipeline.
+bool read_pipeline(PlanRequest& r, const WorkloadInput& in) {
   Parallel& p = r.workload.parallel;
   p.pp = in.pp ? in.pp->value : 1;
   if (!in.pp) r.defaulted.emplace_back("pp");
   if (in.pp_schedule && p.pp == 1) {
     conflict(in.pp_schedule->origin, "a pipeline schedule orders the stages of --pp: it needs --pp above 1");
   }
-  if (p.pp == 1) return;
+  if (p.pp == 1) return false;
   if (in.pp_schedule) {
     p.schedule = in.pp_schedule->value.first;
     p.virtual_stages = in.pp_schedule->value.second;
   } else {
     r.defaulted.emplace_back("pp_schedule");
   }
+  return true;
+}
+
+// Megatron's pipeline parallelism: what it accepts (megatron/training/
+// arguments.py validate_args: the layers split evenly over the stages and
+// their virtual chunks; core/pipeline_parallel/schedules.py: the
+// interleaved schedule takes micro-batches in groups of pp).
+void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  if (!read_pipeline(r, in)) return;
+  Parallel& p = r.workload.parallel;
   const std::uint64_t L = model.num_layers;
   const std::uint64_t chunks = checked_mul(p.pp, p.virtual_stages);
   if (L % chunks != 0) {
@@ -101,6 +109,49 @@ void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
              fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} micro-batches "
                          "per step must be a multiple of {}{}",
                          p.pp, M, p.pp, given ? "" : " (set --microbatches)"));
+  }
+}
+
+// torch.distributed.pipelining as torchtitan drives it: its layer split
+// gives any stage count up to the layers (torchtitan@9dec370ad26b
+// torchtitan/parallelisms/pipelining_utils.py generate_split_points, which
+// balances uneven counts); an interleaved (looped) schedule has two stages
+// per rank, which must hold the same number of layers here, and its micro-batches come
+// in groups of pp (torch schedules.py ScheduleInterleaved1F1B). Without
+// --microbatches a step runs pp micro-batches (build_pipeline_schedule:
+// pipeline_parallel_microbatches defaults to the pipeline degree).
+void resolve_torch_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  if (!read_pipeline(r, in)) return;
+  Parallel& p = r.workload.parallel;
+  if (!in.microbatches && !in.grad_accum) r.workload.grad_accum = p.pp;
+  const std::uint64_t L = model.num_layers;
+  const std::uint64_t stages = checked_mul(p.pp, p.virtual_stages);
+  if (stages > L) {
+    conflict(p.virtual_stages > 1 ? in.pp_schedule->origin : in.pp->origin,
+             fmt::format("torchtitan puts at least one layer in each of its {} pipeline stages; {} has {}",
+                         stages, model.name, L));
+  }
+  if (p.virtual_stages > 2) {
+    conflict(in.pp_schedule->origin,
+             fmt::format("torchtitan's generated split gives a looped schedule two stages per rank "
+                         "(pipelining_utils.py generate_split_points); interleaved:{} needs split points "
+                         "of your own, which vramcalc does not model: use interleaved:2",
+                         p.virtual_stages));
+  }
+  if (p.virtual_stages > 1 && L % stages != 0) {
+    conflict(in.pp_schedule->origin,
+             fmt::format("torchtitan splits {}'s {} layers unevenly over {} stages; vramcalc models the "
+                         "interleaved schedule with every stage the same size: {} must be a multiple of "
+                         "2·pp, or use 1f1b",
+                         model.name, L, stages, L));
+  }
+  const std::uint64_t M = r.workload.grad_accum;
+  if (p.schedule == PipelineSchedule::interleaved && M % p.pp != 0) {
+    const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
+    conflict(given->origin,
+             fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} "
+                         "micro-batches per step must be a multiple of {}",
+                         p.pp, M, p.pp));
   }
 }
 
@@ -165,7 +216,8 @@ void resolve_sequence_parallel_tp(const ModelSpec& model, PlanRequest& r, const 
 }  // namespace
 
 // The splits over ranks are Megatron's; torchtitan takes tensor (with
-// sequence) and context parallelism; other frameworks take none of them.
+// sequence), context and pipeline parallelism; other frameworks take none
+// of them.
 void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   const core::FrameworkModule& f = core::framework_module(r.workload.framework);
   if (f.refusal(core::TrainingFeature::model_parallel).empty()) {
@@ -176,15 +228,17 @@ void resolve_megatron_parallel(const ModelSpec& model, PlanRequest& r, const Wor
     return;
   }
   const bool sp_refused = in.sp && !f.sequence_parallel_tp;
-  if (sp_refused || in.pp || in.pp_schedule || in.ep || in.capacity_ppm) {
+  const bool pp_refused = (in.pp || in.pp_schedule) && !f.torch_pipelining;
+  if (sp_refused || pp_refused || in.ep || in.capacity_ppm) {
     check_supported(r.workload, core::TrainingFeature::model_parallel,
                     sp_refused        ? in.sp->origin
-                    : in.pp           ? in.pp->origin
                     : in.ep           ? in.ep->origin
                     : in.capacity_ppm ? in.capacity_ppm->origin
+                    : in.pp           ? in.pp->origin
                                       : in.pp_schedule->origin);
   }
   if (f.sequence_parallel_tp) resolve_sequence_parallel_tp(model, r, in);
+  if (f.torch_pipelining) resolve_torch_pipeline(model, r, in);
   if (in.cp) check_supported(r.workload, core::TrainingFeature::context_parallel, in.cp->origin);
   if (f.refusal(core::TrainingFeature::context_parallel).empty()) resolve_context_parallel(r, in);
 }

@@ -127,9 +127,18 @@ TEST_CASE("torchtitan: refused settings name why", "[torchtitan]") {
   const ModelSpec m = load_model("llama-3.1-8b");
   CHECK_THROWS_WITH(test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}}),
                     Catch::Contains("give --dp or --cp 2 or more"));
-  CHECK_THROWS_WITH(
-      test::request(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"pp", "2"}}),
-      Catch::Contains("pipeline and expert parallelism are not modelled yet"));
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "train"},
+                                      {"framework", "torchtitan"},
+                                      {"dp", "8"},
+                                      {"pp", "3"},
+                                      {"pp_schedule", "interleaved:2"}}),
+                    Catch::Contains("32 must be a multiple of 2·pp"));
+  CHECK_THROWS_WITH(test::request(m, {{"mode", "train"},
+                                      {"framework", "torchtitan"},
+                                      {"dp", "8"},
+                                      {"pp", "2"},
+                                      {"pp_schedule", "interleaved:4"}}),
+                    Catch::Contains("use interleaved:2"));
   CHECK_THROWS_WITH(
       test::request(m,
                     {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "8"}, {"tp", "2"}, {"sp", "no"}}),

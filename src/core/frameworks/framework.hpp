@@ -119,6 +119,12 @@ struct FrameworkModule {
   /// implies --sp, while pipeline and expert parallelism stay refused
   /// (model_parallel).
   bool sequence_parallel_tp = false;
+  /// Pipeline parallelism is torch.distributed.pipelining's under FSDP2
+  /// (torchtitan): --pp is accepted with 1f1b, gpipe and interleaved:2;
+  /// each stage's FSDP units stay gathered and their gradients accumulate
+  /// unsharded through the step, and the stage holds its schedule's
+  /// buffers (torchtitan_pp.cpp).
+  bool torch_pipelining = false;
   /// Its tensor parallelism's collectives (`w` is the rank's); null:
   /// Megatron's four all-reduce volumes per layer.
   CollectiveTerm (*tp_exchange)(const ModelSpec& m, const Workload& w) = nullptr;
@@ -175,6 +181,19 @@ bool torchtitan_gathers_float8(const Workload& w);
 
 /// torchtitan's tensor-parallel all-gathers and reduce-scatters (torchtitan_tp.cpp).
 CollectiveTerm torchtitan_tp_exchange(const ModelSpec& m, const Workload& w);
+
+/// torchtitan's pipeline stage: its layers and ends (torchtitan_pp.cpp).
+void torchtitan_stage(ModelSpec& rank, const Workload& w);
+
+/// Under torch.distributed.pipelining with FSDP2 the stage's units stay
+/// gathered from its first forward to its last backward, and its gradients
+/// are reduce-scattered once per step (torchtitan_pp.cpp).
+[[nodiscard]] bool stage_stays_gathered(const Workload& w);
+
+/// What a torch.distributed.pipelining stage holds beside its in-flight
+/// activations, at forward and backward moments (torchtitan_pp.cpp).
+void torch_pipeline_held(const ModelSpec& chunk, const Workload& w, const ParameterCount& rank,
+                         Inventory& fwd, Inventory& bwd);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

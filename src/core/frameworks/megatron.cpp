@@ -82,6 +82,7 @@ const ModelSpec& megatron_rank(const ModelSpec& model, const Workload& w, ModelS
     }
     storage.holds_embedding = s == 0;
     storage.holds_head = s == p.pp - 1;
+    storage.first_layer = s * chunk;
   }
   return storage;
 }

@@ -5,7 +5,8 @@
 // modes are full, every K-th layer and the op-level policy; torch.compile
 // compiles each decoder layer; torch.optim steps the shards. Its tensor
 // parallelism (DTensor, with sequence parallelism) is torchtitan_tp.cpp's,
-// its context parallelism torchtitan_cp.cpp's.
+// its context parallelism torchtitan_cp.cpp's, its pipeline parallelism
+// torchtitan_pp.cpp's.
 #include <fmt/format.h>
 
 #include "core/frameworks/framework.hpp"
@@ -33,9 +34,9 @@ std::string_view torchtitan_refusal(TrainingFeature f) {
       return "torchtitan's loss is cross_entropy over the full logits; the chunked loss is torchtune's "
              "(--framework hf --loss chunked:N)";
     case TrainingFeature::model_parallel:
-      return "torchtitan's pipeline and expert parallelism are not modelled yet (its tensor parallelism, "
-             "always with sequence parallelism, is: --tp; its context parallelism: --cp); --framework "
-             "megatron models Megatron-Core's";
+      return "torchtitan's expert parallelism is not modelled yet (its tensor parallelism, always with "
+             "sequence parallelism, is: --tp; its context parallelism: --cp; its pipeline parallelism: "
+             "--pp); --framework megatron models Megatron-Core's";
     case TrainingFeature::offload:
       return "torchtitan's FSDP2 CPU offload is not modelled yet";
     case TrainingFeature::activation_offload:
@@ -117,6 +118,7 @@ extern const FrameworkModule k_torchtitan_framework{
     .activation_section = "torchtitan — `--framework torchtitan`",
     .cp_exchange = torchtitan_cp_exchange,
     .sequence_parallel_tp = true,
+    .torch_pipelining = true,
     .tp_exchange = torchtitan_tp_exchange,
 };
 

@@ -276,9 +276,13 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
                        "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py apply_ac "
                        "(full); torch/utils/checkpoint.py");
   }
-  p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
-              "b·s", "derivatives.yaml embedding (indices)");
-  head(p, c);
+  // A pipeline stage holds the embedding, the output end or neither
+  // (pipeline_llama_manual_split).
+  if (m.holds_embedding) {
+    p.model.add("tok_embeddings.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64,
+                "b·s", "derivatives.yaml embedding (indices)");
+  }
+  if (m.holds_head) head(p, c);
   p.layer_backward.add("layer_backward.mlp_grads", "MLP intermediate gradients (product, act, w3 output)",
                        checked_product(3, x.T, x.I), c.cd, "3·b·s·I",
                        "derivation from derivatives.yaml mm and mul backward");

@@ -47,10 +47,13 @@ bool torchtitan_gathers_float8(const Workload& w) {
 // layer (DTensor's Shard(0) of tok_embeddings and output follows
 // torch.chunk: the first ranks hold ceil(V/tp); torchtitan does not pad the
 // vocabulary). The norms' weights are replicated.
+// Under pipeline parallelism the shard is then cut to the rank's stage
+// (torchtitan_stage).
 const ModelSpec& torchtitan_rank(const ModelSpec& model, const Workload& w, ModelSpec& storage) {
   const std::uint64_t tp = w.parallel.tp;
-  if (w.mode != Mode::train || tp == 1) return model;
-  storage = tensor_parallel_shard(model, tp, tp);
+  if (w.mode != Mode::train || (tp == 1 && w.parallel.pp == 1)) return model;
+  storage = tp > 1 ? tensor_parallel_shard(model, tp, tp) : model;
+  torchtitan_stage(storage, w);
   return storage;
 }
 
