@@ -81,7 +81,7 @@ void add_workspaces(Moments& moments, const Workload& w) {
   if (w.cublas_workspace == 0 || !pytorch_allocator(w)) return;
   const std::uint64_t n = cublas_workspace_count(w.mode);
   for (Moment& mo : moments) {
-    if (mo.when == "load") continue;
+    if (mo.when == k_load_moment) continue;
     for (std::uint64_t i = 0; i < n; ++i) {
       mo.transient.add(w.cublas_workspace, DType::uint8, [&] {
         return EntryText{

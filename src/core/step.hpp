@@ -54,6 +54,10 @@ struct Moment {
 
 using Moments = FixedList<Moment, k_max_phases>;
 
+// The moment a serving engine has loaded its weights and runs nothing yet:
+// no cuBLAS handle exists (add_workspaces).
+inline constexpr std::string_view k_load_moment = "load";
+
 // Appends a moment to `out` and returns it, to fill in place.
 inline Moment& add_moment(Moments& out, std::string_view when, const ComponentBytes& live,
                           Inventory transient) {

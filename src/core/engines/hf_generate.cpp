@@ -172,7 +172,7 @@ Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint6
   Moments moments;
   ComponentBytes live{};
   live[idx(Component::weights)] = out.get(Component::weights);
-  add_moment(moments, "load", live, Inventory(d));
+  add_moment(moments, k_load_moment, live, Inventory(d));
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
   // With a draft the two models run one after the other: the larger
   // working set of the two at each phase.

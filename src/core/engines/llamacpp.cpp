@@ -218,7 +218,7 @@ Moments llamacpp_serve(Builder& out, const ModelSpec& m, const Workload& w, std:
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
   // llama.cpp allocates the cache and the compute buffer with the model,
   // before the first token.
-  add_moment(moments, "load", live, std::move(compute));
+  add_moment(moments, k_load_moment, live, std::move(compute));
   return moments;
 }
 

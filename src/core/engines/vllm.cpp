@@ -196,7 +196,7 @@ Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uin
   Moments moments;
   ComponentBytes live{};
   live[idx(Component::weights)] = out.get(Component::weights);
-  add_moment(moments, "load", live, Inventory(d));
+  add_moment(moments, k_load_moment, live, Inventory(d));
   add_moment(moments, "profile", live, work);
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
   // Serving batches stay within what the profiling run exercised.
