@@ -123,8 +123,8 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, Inventory& fwd, In
   // one's stands in the loss's own entries in forward.
   if (stage_index(w, p.virtual_stages - 1) + 1 == stages) {
     const std::uint64_t logits = checked_product(w.batch, w.seq, chunk.vocab_size);
-    fwd.add("pp.output_chunks", "the earlier micro-batches' logits, kept in output_chunks",
-            checked_mul(M - 1, logits), cd, "(M − 1)·b·s·V/tp", k_buffers);
+    add_nonzero(fwd, "pp.output_chunks", "the earlier micro-batches' logits, kept in output_chunks",
+                checked_mul(M - 1, logits), cd, "(M − 1)·b·s·V/tp", k_buffers);
     bwd.add("pp.output_chunks", "every micro-batch's logits so far, kept in output_chunks",
             checked_mul(M, logits), cd, "M·b·s·V/tp", k_buffers);
   }
