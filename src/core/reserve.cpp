@@ -161,8 +161,13 @@ void one_step(Replay& r, const StepReplay& s, StepState& st, std::span<std::size
   const std::size_t model = r.hold(p.model);
   std::size_t root = k_max_groups;
   forward(r, s, kept, params, root);
+  // The loss in its allocation order: the model's logits and the loss's
+  // forward temporaries (the upcast) come before what it keeps for
+  // backward (the log-probs) and are freed after it, so their blocks lie
+  // below the kept ones when backward's gradients arrive.
+  const std::size_t loss_temps = r.hold(p.loss_forward);
   const std::size_t head = r.hold(p.head);
-  r.pass(p.loss_forward);
+  r.release(loss_temps);
   r.pass(p.loss_backward);
   r.release(head);
   std::size_t reduce_input = k_max_groups;

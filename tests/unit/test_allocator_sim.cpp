@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/allocator_sim.hpp"
+#include "core/inventory.hpp"
+#include "core/reserve.hpp"
 
 using vramcalc::core::AllocatorMode;
 using vramcalc::core::AllocatorSim;
@@ -231,4 +233,28 @@ TEST_CASE("allocator: random traffic keeps reserved >= allocated >= requested", 
     CHECK_FALSE(sim.saturated());
     CHECK_FALSE(sim.out_of_memory());
   }
+}
+
+TEST_CASE("replay: the loss's freed logits and upcast lie below its kept log-probs", "[allocator]") {
+  // torchtitan's eager loss in allocation order: the model's 16-bit logits
+  // (2 GiB) and their fp32 upcast (4 GiB), then the kept log-probs (4 GiB);
+  // the first two are freed before backward, whose two 4 GiB gradients
+  // arrive while the log-probs live. The first fits the 6 GiB hole, the
+  // second does not fit the 2 GiB left and extends the segment: 2 GiB held
+  // beyond the tensors (src/core/reserve.cpp one_step).
+  constexpr std::uint64_t GiB = 1ULL << 30;
+  using vramcalc::DType;
+  vramcalc::core::ActivationProfile p(vramcalc::core::Detail::totals);
+  p.loss_forward.add(GiB, DType::fp16, [] { return vramcalc::core::EntryText{}; });
+  p.loss_forward.add(GiB, DType::fp32, [] { return vramcalc::core::EntryText{}; });
+  p.head.add(GiB, DType::fp32, [] { return vramcalc::core::EntryText{}; });
+  p.loss_backward.add(GiB, DType::fp32, [] { return vramcalc::core::EntryText{}; });
+  p.loss_backward.add(GiB, DType::fp32, [] { return vramcalc::core::EntryText{}; });
+  vramcalc::core::StepReplay s;
+  s.prof = &p;
+  s.mode = AllocatorMode::expandable;
+  const vramcalc::core::ReplayResult r = vramcalc::core::replay_steps(s, 1);
+  CHECK(r.peak_allocated == 12 * GiB);
+  CHECK(r.cached >= 2 * GiB);
+  CHECK(r.cached < 2 * GiB + 20 * MiB);  // at most one 20 MiB page of rounding
 }
