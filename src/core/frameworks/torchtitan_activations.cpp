@@ -170,6 +170,15 @@ Inventory op_policy_kept(const Titan& c, Detail d) {
   inv.add("sac.sdpa_logsumexp", "SDPA log-sum-exp, on the save list", checked_product(x.b, x.a, x.s),
           DType::fp32, "b·a·s", k_sac);
   inv.add("sac.w1_out", "w1 output (mm 5), on the save list", checked_mul(x.T, x.I), c.cd, "b·s·I", k_sac);
+  // Eager, the policy's caching mode stores the output of every listed op
+  // until the recomputation pops it (torch/utils/checkpoint.py
+  // _CachingTorchDispatchMode). Compiled, the min-cut partitioner bans
+  // recomputing a listed op but saves only what the backward graph reads
+  // (torch/_functorch/partitioners.py solve_min_cut): w2's output and the
+  // reduce-scatters' feed only residual adds, so a compiled layer keeps
+  // none of them (run on torch 2.6 CPU, backend aot_eager_decomp_partition:
+  // docs/formulas.md, "torchtitan").
+  if (c.compiled) return inv;
   inv.add("sac.w2_out",
           c.sp ? "w2 output (mm 7: the partial sum before its reduce-scatter), on the save list"
                : "w2 output (mm 7), on the save list",
