@@ -68,8 +68,9 @@ TEST_CASE("torchtitan: compiling the loss replaces the fp32 log-probs", "[torcht
   const auto logits = [](const Budget& b) {
     return b.components[static_cast<std::size_t>(Component::logits)];
   };
-  // The compiled layers' fused norms keep only their outputs.
-  CHECK(logits(model) < logits(eager));
+  // Compiling the layers leaves the final norm eager (apply_compile
+  // compiles the TransformerBlocks only).
+  CHECK(logits(model) == logits(eager));
   // Compiled, the loss keeps 16-bit logits (2 B) instead of fp32 log-probs (4 B).
   CHECK(logits(both) < logits(model));
   CHECK(both.peak_allocated < model.peak_allocated);

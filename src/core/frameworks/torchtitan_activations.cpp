@@ -227,7 +227,11 @@ void loss_parallel(ActivationProfile& p, const Titan& c, std::uint64_t logits) {
 // its backward writes the 16-bit logit gradient directly.
 void head(ActivationProfile& p, const Titan& c) {
   const Dims& x = c.x;
-  norm(p.head, "norm", "final norm", c, c.cd);  // the output layer is not float8
+  // The final norm and the output layer stay eager (apply_compile compiles
+  // the TransformerBlocks only), and the output layer is not float8.
+  Titan eager = c;
+  eager.compiled = false;
+  norm(p.head, "norm", "final norm", eager, c.cd);
   const std::uint64_t logits = checked_mul(x.T, x.V);
   if (c.w.compile == Compile::model_and_loss) {
     constexpr std::string_view compiled =
