@@ -65,16 +65,31 @@ std::uint64_t kv_elements(const Dims& x) {
 // RMSNorm: x.float() kept by pow and by the rsqrt multiply, rsqrt's fp32
 // result, the normalised input cast back (kept by the weight multiply), and
 // its output, kept by the projections that read it. Compiled, the norm is
-// one fused kernel whose backward recomputes from its input and rstd: only
-// the output the projections keep is made.
+// one fused kernel whose backward recomputes from its input and rstd: the
+// partitioner saves the 16-bit input and the fp32 rstd instead of the fp32
+// copy (run on torch 2.6 CPU: tests/validation/measure/
+// measure_compile_layer.py), and the output the projections keep. A
+// recomputed layer's attention norm input is the checkpoint's (`saved`
+// false).
 //
 // Under --tp the norm (SequenceParallel) runs on the rank's b·(s/tp) tokens;
 // its output is all-gathered along the sequence and the b·s·h gather is
 // what the colwise projections keep (`out`: its dtype).
-void norm(Inventory& inv, std::string_view id, std::string_view what, const Titan& c, DType out) {
+void norm(Inventory& inv, std::string_view id, std::string_view what, const Titan& c, DType out,
+          bool saved = true) {
   const Dims& x = c.x;
   const std::uint64_t n = checked_mul(c.Ts, x.h);
   const std::string_view rows = c.sp ? "b·(s/tp)·h" : "b·s·h";
+  if (c.compiled && saved) {
+    inv.add(n, c.cd, [&] {
+      return EntryText{cat(id, ".input"), cat(what, ": 16-bit input, kept by the compiled norm's backward"),
+                       std::string(rows), cat(k_norms, "; torch._functorch partitioners.py min-cut")};
+    });
+    inv.add(c.Ts, DType::fp32, [&] {
+      return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by the compiled norm's backward"),
+                       c.sp ? "b·(s/tp)" : "b·s", std::string(k_norms)};
+    });
+  }
   if (!c.compiled) {
     inv.add(n, DType::fp32, [&] {
       return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"),
@@ -146,9 +161,9 @@ void feed_forward(Inventory& inv, const Titan& c, bool recompute) {
 
 // One decoder layer with nothing recomputed, or (`recompute`) what the op
 // policy's recomputation re-creates: everything but the outputs it keeps.
-Inventory block(const Titan& c, Detail d, bool recompute) {
+Inventory block(const Titan& c, Detail d, bool recompute, bool input_saved = true) {
   Inventory inv(d);
-  norm(inv, "attention_norm", "attention norm", c, c.gathered);
+  norm(inv, "attention_norm", "attention norm", c, c.gathered, input_saved);
   attention(inv, c, recompute);
   norm(inv, "ffn_norm", "MLP norm", c, c.gathered);
   feed_forward(inv, c, recompute);
@@ -282,12 +297,15 @@ ActivationProfile torchtitan_profile(const ModelSpec& m, const Workload& w, Deta
   p.layer = block(c, d, false);
   if (w.checkpoint.kind == CheckpointKind::selective_op) {
     p.checkpointed = op_policy_kept(c, d);
-    p.recompute = block(c, d, true);
+    p.recompute = block(c, d, true, false);
   } else {
     p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint",
                        checked_mul(c.Ts, x.h), c.cd, c.sp ? "b·(s/tp)·h" : "b·s·h",
                        "torchtitan@9dec370ad26b torchtitan/parallelisms/parallelize_llama.py apply_ac "
                        "(full); torch/utils/checkpoint.py");
+    // Compiled, a checkpointed layer's recomputation re-creates all of it
+    // but the attention norm's input, which is the checkpoint's.
+    if (c.compiled && w.checkpoint.kind != CheckpointKind::none) p.recompute = block(c, d, false, false);
   }
   // A pipeline stage holds the embedding, the output end or neither
   // (pipeline_llama_manual_split).

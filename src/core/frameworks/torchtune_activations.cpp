@@ -65,13 +65,24 @@ struct Tune {
 // RMSNorm: the fp32 copy of the input (kept by pow and the rsqrt multiply),
 // the fp32 rsqrt per row, the normalised input cast back to bf16 (kept by
 // the scale multiply) and the output the projections keep. Compiled, the
-// norm is one kernel whose backward recomputes from its input and rstd.
+// norm is one kernel whose backward recomputes from its input and rstd: the
+// partitioner saves the bf16 input and the fp32 rstd in place of the fp32
+// copy (run on torch 2.6 CPU: tests/validation/measure/
+// measure_compile_layer.py).
 // A frozen scale's multiply keeps only the scale (a parameter), and the
 // output is kept only where an adapter's lora_a reads it (`output_kept`).
 void norm(Inventory& inv, std::string_view id, std::string_view what, const Tune& c, bool compiled,
-          bool output_kept) {
+          bool output_kept, bool input_saved = true) {
   const std::uint64_t n = checked_mul(c.x.T, c.x.h);
-  if (!compiled) {
+  if (compiled) {
+    const std::string src = cat(k_norm, "; torch._functorch partitioners.py min-cut (measured)");
+    if (input_saved) {
+      inv.add(cat(id, ".input"), cat(what, ": bf16 input, kept by the compiled norm's backward"), n, c.cd,
+              "b·s·h", src);
+    }
+    inv.add(cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by the compiled norm's backward"), c.x.T,
+            DType::fp32, "b·s", src);
+  } else {
     inv.add(cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"), n,
             DType::fp32, "b·s·h", k_norm);
     inv.add(cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by mul"), c.x.T, DType::fp32, "b·s", k_norm);
@@ -247,6 +258,16 @@ void chunked_loss(ActivationProfile& p, const Tune& c, const Workload& w) {
                       checked_mul(2, chunk), DType::fp32, "2·b·⌈s/N⌉·V", src);
 }
 
+// One decoder layer (TransformerSelfAttentionLayer); `input_saved`: its
+// compiled attention norm keeps the layer input.
+void layer(Inventory& inv, const Tune& c, bool packed, bool input_saved) {
+  norm(inv, "sa_norm", "attention norm", c, c.compiled, c.input_kept(lora_q | lora_k | lora_v), input_saved);
+  attention(inv, c, packed);
+  norm(inv, "mlp_norm", "MLP norm", c, c.compiled, c.input_kept(lora_gate | lora_up));
+  feed_forward(inv, c);
+  if (c.lora) adapters(inv, c);
+}
+
 }  // namespace
 
 ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detail d) {
@@ -257,11 +278,10 @@ ActivationProfile torchtune_profile(const ModelSpec& m, const Workload& w, Detai
   // passes input_pos; the plans model packed batches (seq = the pack).
   constexpr bool packed = true;
   ActivationProfile p(d);
-  norm(p.layer, "sa_norm", "attention norm", c, c.compiled, c.input_kept(lora_q | lora_k | lora_v));
-  attention(p.layer, c, packed);
-  norm(p.layer, "mlp_norm", "MLP norm", c, c.compiled, c.input_kept(lora_gate | lora_up));
-  feed_forward(p.layer, c);
-  if (c.lora) adapters(p.layer, c);
+  layer(p.layer, c, packed, true);
+  // A checkpointed compiled layer's recomputation re-creates all of it but
+  // the attention norm's input, which is the checkpoint's.
+  if (c.compiled && w.checkpoint.kind != CheckpointKind::none) layer(p.recompute, c, packed, false);
   p.checkpointed.add("checkpoint.layer_input", "layer input, kept by the checkpoint", checked_mul(x.T, x.h),
                      c.cd, "b·s·h", k_ckpt);
   // A frozen embedding keeps no token ids.
