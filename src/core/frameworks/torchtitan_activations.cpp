@@ -85,6 +85,8 @@ void norm(Inventory& inv, std::string_view id, std::string_view what, const Tita
       return EntryText{cat(id, ".input"), cat(what, ": 16-bit input, kept by the compiled norm's backward"),
                        std::string(rows), cat(k_norms, "; torch._functorch partitioners.py min-cut")};
     });
+  }
+  if (c.compiled) {
     inv.add(c.Ts, DType::fp32, [&] {
       return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by the compiled norm's backward"),
                        c.sp ? "b·(s/tp)" : "b·s", std::string(k_norms)};

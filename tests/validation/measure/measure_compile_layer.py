@@ -15,7 +15,9 @@ modules/transformer.py TransformerSelfAttentionLayer); the RoPE cache is a
 buffer of fp32 cos/sin pairs. Saved tensors are recorded with
 saved_tensors_hooks (AOT autograd saves through ctx.save_for_backward);
 `aot_eager_decomp_partition` partitions the joint graph with the min-cut
-partitioner inductor uses, without generating code. Dimensions are chosen
+partitioner inductor uses, without generating code; `inductor` (which
+needs g++ and libtorch-dev beside python3-torch) gives the same saved set.
+Dimensions are chosen
 so every tensor's shape names it: T = B·S tokens, H hidden, A·D query
 columns, K·D key columns, I MLP columns.
 """

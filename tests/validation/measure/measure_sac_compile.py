@@ -15,7 +15,8 @@ caching dispatch mode, so the script reads that mode's storage; compiled,
 AOT autograd saves them with ctx.save_for_backward, so the script records
 them with saved_tensors_hooks. `aot_eager_decomp_partition` partitions the
 joint graph with the min-cut partitioner inductor uses, without generating
-code (the chroot has no C compiler). The dimensions are small and distinct
+code; `inductor` (which needs g++ and libtorch-dev beside python3-torch)
+gives the same saved set. The dimensions are small and distinct
 enough to tell the tensors apart by shape: T = B·S tokens, H hidden, KV·D
 for k and v, I for the MLP.
 
