@@ -225,6 +225,17 @@ std::pair<PipelineSchedule, std::uint64_t> parse_schedule(std::string_view text,
     }
     return {PipelineSchedule::interleaved, v};
   }
+  // torch.distributed.pipelining's zero-bubble schedules, by the names
+  // torchtitan's pipeline_parallel_schedule takes (and short forms).
+  if (text == "zbv" || text == "ZBVZeroBubble" || text == "interleaved-zb" ||
+      text == "InterleavedZeroBubble" || text == "zero-bubble") {
+    throw InputError(
+        origin, fmt::format("\"{}\": torch's zero-bubble schedules (ScheduleZBVZeroBubble, "
+                            "ScheduleInterleavedZeroBubble) are not modelled yet: a pass between its input "
+                            "and weight gradients keeps its whole graph and every linear's output gradient "
+                            "(docs/research/torchtitan.md); use 1f1b, interleaved:V or gpipe",
+                            text));
+  }
   const std::vector<std::string> names = {"1f1b", "interleaved:V", "gpipe"};
   throw unknown_value(origin, text, names);
 }
