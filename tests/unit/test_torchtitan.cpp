@@ -214,3 +214,18 @@ TEST_CASE("torchtitan: tensor parallelism shards the sequence between its region
           m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "4"}, {"tp", "2"}, {"compile", "yes"}}),
       Catch::Contains("compiled loss under tensor parallelism"));
 }
+
+TEST_CASE("torchtitan: a compiled layer without checkpointing keeps the partitioner's set", "[torchtitan]") {
+  // Each norm's bf16 input, fp32 rstd and output (8h + 8 bytes per token),
+  // q, k and v expanded to a heads and SDPA's output (8·a·d), its
+  // log-sum-exp (4a), w1's and w3's outputs and the product (6I): the set
+  // torch 2.6's inductor saved for a layer of these shapes on CPU
+  // (560,128 B at T = 128, h = 128, a·d = 128, a = 4, I = 384:
+  // tests/validation/measure/measure_compile_layer.py, docs/formulas.md).
+  const std::uint64_t T = 8192;
+  const std::uint64_t h = 4096;
+  const std::uint64_t ad = 32 * 128;
+  const std::uint64_t I = 14336;
+  const std::uint64_t layer = T * (8 * h + 8 + 8 * ad + 4 * 32 + 6 * I);
+  CHECK(activations(titan({{"checkpoint", "none"}, {"compile", "model"}})) == 32 * layer + 8 * T);
+}
