@@ -222,12 +222,12 @@ struct StepGradients {
   bool in_backward = false;
   std::uint64_t largest = 0;
 
-  // Gradient bytes live once the backward has produced those of `done`
-  // parameters.
   // Pipelining under FSDP2 (stage_stays_gathered): the sharded gradients
   // appear only when the last backward reduce-scatters them.
   bool at_end = false;
 
+  // Gradient bytes live once the backward has produced those of `done`
+  // parameters.
   [[nodiscard]] std::uint64_t live(std::uint64_t done) const {
     if (in_backward) return done > 0 ? largest : 0;
     if (at_end) return ddp_buckets;

@@ -20,6 +20,9 @@ namespace {
 constexpr std::string_view k_norm =
     "torchtune@1814feb17 torchtune/modules/rms_norm.py RMSNorm.forward (x.float(), rsqrt, type_as, * scale); "
     "derivatives.yaml (pow, rsqrt, mul)";
+constexpr std::string_view k_norm_compiled =
+    "torchtune@1814feb17 torchtune/modules/rms_norm.py RMSNorm.forward under torch.compile; torch "
+    "torch/_functorch/partitioners.py min-cut (measured: tests/validation/measure/measure_compile_layer.py)";
 constexpr std::string_view k_rope =
     "torchtune@1814feb17 torchtune/models/llama3_1/_position_embeddings.py Llama3ScaledRoPE.forward "
     "(self.cache[input_pos] with packed input_pos); derivatives.yaml mul (the cache side is kept for the "
@@ -75,13 +78,12 @@ void norm(Inventory& inv, std::string_view id, std::string_view what, const Tune
           bool output_kept, bool input_saved = true) {
   const std::uint64_t n = checked_mul(c.x.T, c.x.h);
   if (compiled) {
-    const std::string src = cat(k_norm, "; torch._functorch partitioners.py min-cut (measured)");
     if (input_saved) {
       inv.add(cat(id, ".input"), cat(what, ": bf16 input, kept by the compiled norm's backward"), n, c.cd,
-              "b·s·h", src);
+              "b·s·h", k_norm_compiled);
     }
     inv.add(cat(id, ".rstd"), cat(what, ": 1/rms per row, kept by the compiled norm's backward"), c.x.T,
-            DType::fp32, "b·s", src);
+            DType::fp32, "b·s", k_norm_compiled);
   } else {
     inv.add(cat(id, ".input_fp32"), cat(what, ": fp32 copy of the input, kept by pow and mul"), n,
             DType::fp32, "b·s·h", k_norm);
