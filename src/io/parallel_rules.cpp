@@ -86,6 +86,20 @@ bool read_pipeline(PlanRequest& r, const WorkloadInput& in) {
   return true;
 }
 
+// The interleaved schedules run micro-batches in groups of pp (Megatron's
+// core/pipeline_parallel/schedules.py; torch's schedules.py
+// ScheduleInterleaved1F1B).
+void check_interleaved_rounds(const PlanRequest& r, const WorkloadInput& in) {
+  const Parallel& p = r.workload.parallel;
+  const std::uint64_t M = r.workload.grad_accum;
+  if (p.schedule != PipelineSchedule::interleaved || M % p.pp == 0) return;
+  const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
+  conflict(given ? given->origin : in.pp_schedule->origin,
+           fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} micro-batches "
+                       "per step must be a multiple of {}{}",
+                       p.pp, M, p.pp, given ? "" : " (set --microbatches)"));
+}
+
 // Megatron's pipeline parallelism: what it accepts (megatron/training/
 // arguments.py validate_args: the layers split evenly over the stages and
 // their virtual chunks; core/pipeline_parallel/schedules.py: the
@@ -102,14 +116,7 @@ void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
                                p.pp, p.virtual_stages)
                  : fmt::format("{}'s {} layers do not split evenly into {} stages", model.name, L, p.pp));
   }
-  const std::uint64_t M = r.workload.grad_accum;
-  if (p.schedule == PipelineSchedule::interleaved && M % p.pp != 0) {
-    const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
-    conflict(given ? given->origin : in.pp_schedule->origin,
-             fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} micro-batches "
-                         "per step must be a multiple of {}{}",
-                         p.pp, M, p.pp, given ? "" : " (set --microbatches)"));
-  }
+  check_interleaved_rounds(r, in);
 }
 
 // torch.distributed.pipelining as torchtitan drives it: its layer split
@@ -145,14 +152,7 @@ void resolve_torch_pipeline(const ModelSpec& model, PlanRequest& r, const Worklo
                          "2·pp, or use 1f1b",
                          model.name, L, stages, L));
   }
-  const std::uint64_t M = r.workload.grad_accum;
-  if (p.schedule == PipelineSchedule::interleaved && M % p.pp != 0) {
-    const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
-    conflict(given->origin,
-             fmt::format("the interleaved schedule runs micro-batches in groups of pp = {}: {} "
-                         "micro-batches per step must be a multiple of {}",
-                         p.pp, M, p.pp));
-  }
+  check_interleaved_rounds(r, in);
 }
 
 // Expert parallelism and the experts' capacity (Megatron-Core MoE): the

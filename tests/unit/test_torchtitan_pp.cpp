@@ -109,3 +109,20 @@ TEST_CASE("torchtitan: the last stage keeps every micro-batch's logits", "[torch
   // Only the last stage runs the loss.
   CHECK(r.ranks[2].components[static_cast<std::size_t>(Component::logits)] == 0);
 }
+
+TEST_CASE("torchtitan: pipeline settings it cannot run name the flag and why", "[torchtitan][pp]") {
+  const ModelSpec m = load_model("llama-3.2-1b");  // 16 layers
+  test::check_rejects(m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "2"}, {"pp", "32"}}, "--pp",
+                      "at least one layer in each of its 32 pipeline stages");
+  test::check_rejects(m,
+                      {{"mode", "train"},
+                       {"framework", "torchtitan"},
+                       {"dp", "2"},
+                       {"pp", "2"},
+                       {"pp_schedule", "interleaved:2"},
+                       {"microbatches", "3"}},
+                      "--microbatches", "3 micro-batches per step must be a multiple of 2");
+  test::check_rejects(
+      m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "2"}, {"pp", "2"}, {"pp_schedule", "zbv"}},
+      "--pp_schedule", "zero-bubble schedules");  // the test input names keys as given
+}
