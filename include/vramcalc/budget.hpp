@@ -106,12 +106,18 @@ struct PipelineStage {
   /// Micro-batch passes through a chunk whose activations the rank holds
   /// at its worst moment (pipeline_in_flight).
   std::uint64_t in_flight = 1;
+  /// ZBV's layout: the rank's second chunk is model chunk 2·stages − 1 − s.
+  bool v_layout = false;
 
   /// The first decoder layer of chunk c: chunk c of stage s is model chunk
-  /// c·stages + s, chunk_layers after chunk c − 1's (Megatron's chunks and
-  /// torchtitan's interleaved stages are all one size: `first` is
-  /// s·chunk_layers; torchtitan's 1f1b stages may differ by a layer).
-  [[nodiscard]] std::uint64_t first_layer(std::uint64_t c) const { return first + c * stages * chunk_layers; }
+  /// c·stages + s (v layout: s, then 2·stages − 1 − s), chunk_layers after
+  /// chunk c − 1's (Megatron's chunks and torchtitan's two-chunk stages are
+  /// all one size: `first` is s·chunk_layers; torchtitan's 1f1b stages may
+  /// differ by a layer).
+  [[nodiscard]] std::uint64_t first_layer(std::uint64_t c) const {
+    if (v_layout && c == 1) return (2 * stages - 1 - stage) * chunk_layers;
+    return first + c * stages * chunk_layers;
+  }
 };
 
 struct Budget {

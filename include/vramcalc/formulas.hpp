@@ -177,6 +177,18 @@ struct PipelineInFlight {
   std::uint64_t units = 1;        ///< units whose activations are stored
   std::uint64_t first_chunk = 1;  ///< of them, units of the rank's first chunk
   std::uint64_t last_chunk = 1;   ///< of them, units of the rank's last chunk
+  /// Zero-bubble schedules: of the units, those whose input gradients are
+  /// done and whose weight gradients are not (0 under the others).
+  std::uint64_t deferred = 0;
+  std::uint64_t first_deferred = 0;  ///< of them, units of the first chunk
+  std::uint64_t last_deferred = 0;   ///< of them, units of the last chunk
+};
+/// What one unit of each of the rank's two chunks holds, which weighs a
+/// zero-bubble schedule's moments against each other: its saved tensors
+/// while in flight, and what it adds once its input gradients are done.
+struct PassBytes {
+  std::uint64_t stored[2] = {1, 1};
+  std::uint64_t deferred[2] = {0, 0};
 };
 /// `micro` micro-batches per step on `pp` stages of `chunks` chunks each:
 ///  - 1f1b: stage s runs pp − s − 1 warm-up forwards, then alternates one
@@ -189,12 +201,16 @@ struct PipelineInFlight {
 ///    (schedules.py get_pp_rank_microbatches, get_schedule_table). At
 ///    stage 0 with M·V past the warm-up this is Megatron's penalty
 ///    pp·(1 + (pp − 1)/(pp·V)) micro-batches of L/pp layers;
-///  - gpipe: every forward before any backward: M units (Huang et al. 2019).
+///  - gpipe: every forward before any backward: M units (Huang et al. 2019);
+///  - zbv and interleaved-zb (two chunks per rank): torch's action lists
+///    (schedules.py ScheduleZBVZeroBubble, ScheduleInterleavedZeroBubble)
+///    walked action by action; the worst moment is the state that `bytes`
+///    weighs heaviest.
 /// first_chunk and last_chunk are the most of one chunk's units alive at
-/// once during the steady phase.
+/// once during the steady phase (zero-bubble: at the worst moment).
 [[nodiscard]] PipelineInFlight pipeline_in_flight(PipelineSchedule schedule, std::uint64_t pp,
                                                   std::uint64_t chunks, std::uint64_t micro,
-                                                  std::uint64_t stage);
+                                                  std::uint64_t stage, const PassBytes& bytes = {});
 
 /// One rank's share of a model under tensor parallelism, as a model of its
 /// own: attention heads, the MLP's intermediate size and the vocabulary

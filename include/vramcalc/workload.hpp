@@ -226,10 +226,17 @@ struct Dropout {
 /// How a pipeline orders the forward and backward passes of its
 /// micro-batches (docs/formulas.md, "Pipeline parallelism").
 enum class PipelineSchedule : std::uint8_t {
-  one_f_one_b,  ///< 1F1B (Narayanan et al. 2021 §2.2): stage i runs pp − i − 1 warm-up forwards
-  interleaved,  ///< Megatron's interleaved 1F1B: each rank holds V model chunks
-  gpipe,        ///< GPipe (Huang et al. 2019): every forward before any backward
+  one_f_one_b,     ///< 1F1B (Narayanan et al. 2021 §2.2): stage i runs pp − i − 1 warm-up forwards
+  interleaved,     ///< Megatron's interleaved 1F1B: each rank holds V model chunks
+  gpipe,           ///< GPipe (Huang et al. 2019): every forward before any backward
+  zbv,             ///< torch's ScheduleZBVZeroBubble: stages r and 2·pp − 1 − r, I/W split
+  interleaved_zb,  ///< torch's ScheduleInterleavedZeroBubble: stages r and r + pp, I/W split
 };
+
+/// A zero-bubble schedule: backward split into input and weight gradients.
+[[nodiscard]] constexpr bool zero_bubble(PipelineSchedule s) {
+  return s == PipelineSchedule::zbv || s == PipelineSchedule::interleaved_zb;
+}
 
 /// Model parallelism of a training run (--framework megatron): one rank's
 /// share of each layer.

@@ -105,10 +105,13 @@ inline constexpr FlagHelp k_flag_help[] = {
      "(Megatron's --moe-expert-capacity-factor, padded to capacity); use it for routing imbalance "
      "(default 1: balanced)"},
     {"pp_schedule",
-     "1f1b | interleaved:V | gpipe: how the pipeline orders its micro-batches; stage i of 1f1b keeps "
-     "min(pp − i, M) micro-batches' activations, interleaved:V gives each rank V chunks of L/(pp·V) layers "
-     "(Megatron's --num-virtual-stages-per-pipeline-rank; torchtitan's Interleaved1F1B: interleaved:2), "
-     "gpipe keeps all M (default 1f1b)"},
+     "1f1b | interleaved:V | gpipe | zbv | interleaved-zb: how the pipeline orders its micro-batches; "
+     "stage i of 1f1b keeps min(pp − i, M) micro-batches' activations, interleaved:V gives each rank V "
+     "chunks of L/(pp·V) layers (Megatron's --num-virtual-stages-per-pipeline-rank; torchtitan's "
+     "Interleaved1F1B: interleaved:2), gpipe keeps all M. torchtitan only, without checkpointing or "
+     "compile: zbv (ZBVZeroBubble: rank r holds stages r and 2·pp − 1 − r) and interleaved-zb "
+     "(InterleavedZeroBubble) split each backward into input and weight gradients; a pass between the "
+     "two keeps its activations and every linear's output gradient (default 1f1b)"},
     {"microbatches",
      "micro-batches per optimizer step, M (Megatron's num_microbatches = global batch / (micro-batch × "
      "dp)); the same count as --grad-accum (default 1)"},

@@ -264,6 +264,7 @@ Budget estimate(const ModelSpec& m, const Workload& given) {
   const Workload& rank_w = core::rank_workload(w, local);
   const ModelSpec& held = core::rank_model(m, rank_w, shard);
   b.pipeline = core::pipeline_stage_of(held, rank_w);
+  if (out.in_flight > 0) b.pipeline.in_flight = out.in_flight;
   core::annotate(b, held, rank_w, count_parameters(held), m.vocab_size);
   return b;
 }

@@ -78,7 +78,9 @@ inline constexpr std::array k_kv_blocks = {
 inline constexpr std::array k_schedules = {
     Choice<PipelineSchedule>{"1f1b", PipelineSchedule::one_f_one_b},
     Choice<PipelineSchedule>{"interleaved", PipelineSchedule::interleaved},
-    Choice<PipelineSchedule>{"gpipe", PipelineSchedule::gpipe}};
+    Choice<PipelineSchedule>{"gpipe", PipelineSchedule::gpipe},
+    Choice<PipelineSchedule>{"zbv", PipelineSchedule::zbv},
+    Choice<PipelineSchedule>{"interleaved-zb", PipelineSchedule::interleaved_zb}};
 inline constexpr std::array k_offloads = {Choice<OffloadKind>{"none", OffloadKind::none},
                                           Choice<OffloadKind>{"optimizer", OffloadKind::optimizer},
                                           Choice<OffloadKind>{"params", OffloadKind::params}};

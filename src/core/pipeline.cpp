@@ -20,10 +20,152 @@ std::uint64_t table_count(std::uint64_t n, std::uint64_t chunks, std::uint64_t g
   return n / period * g + tail;
 }
 
+// torch.distributed.pipelining's zero-bubble schedules split a backward
+// into I (the input gradients) and W (the weight gradients). A pass of
+// local chunk c is in flight from its F to its I (`fwd[c]`) and deferred
+// from its I to its W (`def[c]`); on stage 0 I is a no-op and the pass
+// stays in flight until W (stage.py backward_one_chunk skips
+// stage_backward_input when is_first).
+class ZeroBubbleWalk {
+ public:
+  ZeroBubbleWalk(const PassBytes& bytes, bool first_is_stage0) : bytes_(bytes), stage0_(first_is_stage0) {}
+
+  void forward(std::uint64_t c) {
+    ++fwd_[c];
+    note();
+  }
+  void input_grad(std::uint64_t c) {
+    if (!(stage0_ && c == 0)) {
+      --fwd_[c];
+      ++def_[c];
+    }
+    note();
+  }
+  void weight_grad(std::uint64_t c) {
+    if (stage0_ && c == 0) {
+      --fwd_[c];
+    } else {
+      --def_[c];
+    }
+    note();
+  }
+  [[nodiscard]] const PipelineInFlight& worst() const { return worst_; }
+
+ private:
+  // The state after each action, weighed by the passes' bytes; the first
+  // of the heaviest states is kept.
+  void note() {
+    std::uint64_t cost = 0;
+    for (std::size_t c = 0; c < 2; ++c) {
+      cost = checked_add(cost, checked_mul(fwd_[c] + def_[c], bytes_.stored[c]));
+      cost = checked_add(cost, checked_mul(def_[c], bytes_.deferred[c]));
+    }
+    if (seen_ && cost <= cost_) return;
+    seen_ = true;
+    cost_ = cost;
+    worst_.first_chunk = fwd_[0] + def_[0];
+    worst_.last_chunk = fwd_[1] + def_[1];
+    worst_.units = worst_.first_chunk + worst_.last_chunk;
+    worst_.first_deferred = def_[0];
+    worst_.last_deferred = def_[1];
+    worst_.deferred = def_[0] + def_[1];
+  }
+
+  PassBytes bytes_;
+  bool stage0_;
+  std::uint64_t fwd_[2] = {0, 0};
+  std::uint64_t def_[2] = {0, 0};
+  bool seen_ = false;
+  std::uint64_t cost_ = 0;
+  PipelineInFlight worst_;
+};
+
+// ScheduleInterleavedZeroBubble, two local stages r and r + pp (loop
+// layout): Interleaved1F1B's warm-up with one forward per rank fewer,
+// I in place of B, and from the (r+1)-th steady step on each I followed
+// by the W of the oldest pending I; the remaining W at the end
+// (schedules.py ScheduleInterleavedZeroBubble._calculate_single_rank_
+// operations, _get_1f1b_rank_ops with enable_zero_bubble).
+PipelineInFlight interleaved_zero_bubble(std::uint64_t pp, std::uint64_t n, std::uint64_t r,
+                                         const PassBytes& bytes) {
+  constexpr std::uint64_t v = 2;
+  const std::uint64_t rounds = std::max<std::uint64_t>(1, n / pp);
+  const std::uint64_t mpr = n / rounds;
+  const std::uint64_t total = n * v;
+  const std::uint64_t warmup = std::min((v - 1) * mpr + (pp - 1 - r), total);
+  auto forward_chunk = [&](std::uint64_t op) { return (op / mpr) % v; };
+  auto backward_chunk = [&](std::uint64_t op) { return v - 1 - ((op - warmup) / mpr) % v; };
+  ZeroBubbleWalk walk(bytes, r == 0);
+  std::uint64_t backwards = 0;
+  std::uint64_t weights = 0;
+  auto next_weight = [&] { walk.weight_grad(backward_chunk(warmup + weights++)); };
+  for (std::uint64_t op = 0; op < total + warmup; ++op) {
+    if (op < total) walk.forward(forward_chunk(op));
+    if (op < warmup) continue;
+    walk.input_grad(backward_chunk(op));
+    ++backwards;
+    if (op - warmup >= r) next_weight();
+  }
+  while (weights < backwards) next_weight();
+  return walk.worst();
+}
+
+// ScheduleZBVZeroBubble, local stages r and 2·pp − 1 − r (the "v" layout):
+// the action list for max(2·pp − 1, n) micro-batches with those past n
+// dropped (schedules.py ScheduleZBVZeroBubble._calculate_single_rank_
+// operations).
+PipelineInFlight zbv_zero_bubble(std::uint64_t pp, std::uint64_t n, std::uint64_t r, const PassBytes& bytes) {
+  const std::uint64_t listed = std::max(2 * pp - 1, n);
+  ZeroBubbleWalk walk(bytes, r == 0);
+  std::uint64_t f[2] = {0, 0};
+  std::uint64_t b[2] = {0, 0};
+  std::uint64_t wd[2] = {0, 0};
+  auto fwd = [&](std::uint64_t c) {
+    if (f[c]++ < n) walk.forward(c);
+  };
+  auto inp = [&](std::uint64_t c) {
+    if (b[c]++ < n) walk.input_grad(c);
+  };
+  auto wgt = [&](std::uint64_t c) {
+    if (wd[c]++ < n) walk.weight_grad(c);
+  };
+  for (std::uint64_t i = 0; i < 2 * (pp - r) - 1; ++i) fwd(0);
+  for (std::uint64_t i = 0; i < r; ++i) {
+    fwd(1);
+    fwd(0);
+  }
+  for (std::uint64_t i = 0; i < pp - r; ++i) {
+    fwd(1);
+    inp(1);
+    wgt(1);
+  }
+  while (f[1] < f[0] || f[0] < listed) {
+    if (f[0] < listed) fwd(0);
+    inp(0);
+    wgt(0);
+    fwd(1);
+    inp(1);
+    wgt(1);
+  }
+  for (std::uint64_t i = 0; i < r; ++i) {
+    inp(0);
+    inp(1);
+  }
+  for (std::uint64_t i = 0; i < pp - r; ++i) {
+    inp(0);
+    wgt(0);
+  }
+  while (wd[1] < b[1]) wgt(1);
+  while (wd[0] < b[0]) wgt(0);
+  return walk.worst();
+}
+
 }  // namespace
 
 PipelineInFlight pipeline_in_flight(PipelineSchedule schedule, std::uint64_t pp, std::uint64_t chunks,
-                                    std::uint64_t micro, std::uint64_t stage) {
+                                    std::uint64_t micro, std::uint64_t stage, const PassBytes& bytes) {
+  if (schedule == PipelineSchedule::zbv) return zbv_zero_bubble(pp, micro, stage, bytes);
+  if (schedule == PipelineSchedule::interleaved_zb) return interleaved_zero_bubble(pp, micro, stage, bytes);
   PipelineInFlight r;
   if (schedule == PipelineSchedule::gpipe) {
     r.units = r.first_chunk = r.last_chunk = micro;

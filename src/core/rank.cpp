@@ -66,6 +66,7 @@ PipelineStage pipeline_stage_of(const ModelSpec& held, const Workload& w) {
   st.first = held.first_layer;
   st.embedding = held.holds_embedding;
   st.head = held.holds_head;
+  st.v_layout = p.schedule == PipelineSchedule::zbv;
   st.in_flight = pipeline_in_flight(p.schedule, p.pp, p.virtual_stages, w.grad_accum, st.stage).units;
   return st;
 }

@@ -103,6 +103,9 @@ struct Builder {
   // Training: the caching allocator's reserve from replaying the step
   // (reserve.cpp); incomplete when it was not replayed.
   ReplayResult reserve{0, 0, 0, 0, false};
+  // Pipeline parallelism: the micro-batch passes in flight at the worst
+  // moment (training's pipeline_in_flight); 0 when not set.
+  std::uint64_t in_flight = 0;
 
   [[nodiscard]] bool tree() const { return detail == Detail::tree; }
   void set(Component c, Branch&& branch) {

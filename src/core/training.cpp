@@ -509,6 +509,38 @@ void offload_activations(Builder& out, Train& t) {
 }
 
 // The activation checkpointing policy in words.
+// Pipeline parallelism: the other micro-batch passes the stage keeps while
+// it runs one (pipeline_in_flight; a zero-bubble schedule's moments
+// weighed by what a pass through each chunk stores and defers), and their
+// bytes. The worst moment's pass in backward is one of them.
+PipelineInFlight pipeline_passes(Train& t) {
+  const Parallel& par = t.w.parallel;
+  if (par.pp == 1) return {};
+  const ModelSpec& m = t.m;
+  const std::uint64_t L = m.num_layers;
+  PassBytes bytes;
+  if (zero_bubble(par.schedule)) {
+    for (std::uint64_t c = 0; c < 2; ++c) {
+      bytes.stored[c] = stored_through(t, L - 1);
+      bytes.deferred[c] = bytes_for(zero_bubble_deferred(m, t.w, c), dtypes_of(t.w).compute);
+    }
+    if (m.holds_embedding) bytes.stored[0] = checked_add(bytes.stored[0], t.a_model);
+    if (m.holds_head) bytes.stored[1] = checked_add(bytes.stored[1], total_bytes(t.prof.head));
+  }
+  const PipelineInFlight f = pipeline_in_flight(par.schedule, par.pp, par.virtual_stages, t.w.grad_accum,
+                                                par.stage.value_or(0), bytes);
+  auto others_of = [](std::uint64_t n) { return n > 0 ? n - 1 : 0; };
+  t.others = others_of(f.units);
+  t.others_model = m.holds_embedding ? others_of(f.first_chunk) : 0;
+  t.others_head = m.holds_head ? others_of(f.last_chunk) : 0;
+  t.in_flight_acts =
+      checked_add(checked_mul(t.others, stored_through(t, L - 1)), checked_mul(t.others_model, t.a_model));
+  t.in_flight_rounding =
+      checked_add(checked_mul(t.others, rounding_through(t, L - 1)), checked_mul(t.others_model, t.r_model));
+  t.in_flight_logits = checked_mul(t.others_head, total_bytes(t.prof.head));
+  return f;
+}
+
 std::string checkpoint_text(const Train& t) {
   const Checkpointing& c = t.w.checkpoint;
   switch (c.kind) {
@@ -597,19 +629,8 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   t.r_first = t.prof.first_layer.tally().rounding;
 
   const Parallel& par = w.parallel;
-  if (par.pp > 1) {
-    const PipelineInFlight f =
-        pipeline_in_flight(par.schedule, par.pp, par.virtual_stages, w.grad_accum, par.stage.value_or(0));
-    t.others = f.units - 1;
-    t.others_model = m.holds_embedding ? f.first_chunk - 1 : 0;
-    t.others_head = m.holds_head ? f.last_chunk - 1 : 0;
-    const std::uint64_t L = m.num_layers;
-    t.in_flight_acts =
-        checked_add(checked_mul(t.others, stored_through(t, L - 1)), checked_mul(t.others_model, t.a_model));
-    t.in_flight_rounding = checked_add(checked_mul(t.others, rounding_through(t, L - 1)),
-                                       checked_mul(t.others_model, t.r_model));
-    t.in_flight_logits = checked_mul(t.others_head, total_bytes(t.prof.head));
-  }
+  const PipelineInFlight f = pipeline_passes(t);
+  out.in_flight = f.units;
   if (w.offload.activations && !t.prof.own_offload) {
     offload_activations(out, t);
   } else if (t.others == 0) {
@@ -637,7 +658,7 @@ Moments training(Builder& out, const ModelSpec& stage, const Workload& w,
   Inventory z3b(d);
   Inventory z3l(d);
   zero3_gathers(t.m, t.w, t.params, z3f, z3b, z3l);
-  if (framework_module(w.framework).torch_pipelining) torch_pipeline_held(t.m, t.w, t.params, z3f, z3b);
+  if (framework_module(w.framework).torch_pipelining) torch_pipeline_held(t.m, t.w, t.params, f, z3f, z3b);
   Moments moments = training_moments(t, out.components, ddp_buckets, z3f, z3b, z3l);
   // The allocator's reserve: the step replayed tensor by tensor (reserve.cpp).
   // Replayed for expandable segments, the mode validated against measured

@@ -107,6 +107,11 @@ void check_interleaved_rounds(const PlanRequest& r, const WorkloadInput& in) {
 void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   if (!read_pipeline(r, in)) return;
   Parallel& p = r.workload.parallel;
+  if (zero_bubble(p.schedule)) {
+    conflict(in.pp_schedule->origin,
+             "the zero-bubble schedules are torch.distributed.pipelining's (--framework torchtitan); "
+             "Megatron-LM's are 1f1b and interleaved:V");
+  }
   const std::uint64_t L = model.num_layers;
   const std::uint64_t chunks = checked_mul(p.pp, p.virtual_stages);
   if (L % chunks != 0) {
@@ -117,6 +122,37 @@ void resolve_pipeline(const ModelSpec& model, PlanRequest& r, const WorkloadInpu
                  : fmt::format("{}'s {} layers do not split evenly into {} stages", model.name, L, p.pp));
   }
   check_interleaved_rounds(r, in);
+}
+
+// torch's zero-bubble schedules split each backward into an input- and a
+// weight-gradient pass (pipelining/_backward.py stage_backward_input,
+// stage_backward_weight). Under activation checkpointing the weight pass
+// recomputes a layer once per parameter group and keeps the copies until
+// it ends (measured on torch 2.6.0 CPU: nine recomputations per Llama
+// layer), which vramcalc does not model; under the op policy it fails
+// ("Trying to backward an extra time"); compiled blocks are refused by
+// torch (schedules.py _check_torch_compile_compatibility).
+void check_zero_bubble(const PlanRequest& r, const WorkloadInput& in) {
+  const Workload& w = r.workload;
+  const std::string& origin = in.pp_schedule->origin;
+  if (w.checkpoint.kind == CheckpointKind::selective_op) {
+    conflict(in.checkpoint ? in.checkpoint->origin : origin,
+             "under a zero-bubble schedule the weight-gradient pass backs through each op-checkpointed "
+             "layer again, which torch refuses (\"Trying to backward an extra time\"): use --checkpoint "
+             "none, or --pp-schedule 1f1b or interleaved:2");
+  }
+  if (w.checkpoint.kind != CheckpointKind::none) {
+    conflict(in.checkpoint ? in.checkpoint->origin : origin,
+             fmt::format("{}under a zero-bubble schedule the weight-gradient pass recomputes a checkpointed "
+                         "layer once per parameter group and keeps the copies until it ends, which vramcalc "
+                         "does not model: use --checkpoint none, or --pp-schedule 1f1b or interleaved:2",
+                         in.checkpoint ? "" : "the framework checkpoints by default; "));
+  }
+  if (w.compile != Compile::none) {
+    conflict(in.compile ? in.compile->origin : origin,
+             "torch's zero-bubble schedules refuse compiled submodules (pipelining/schedules.py "
+             "_check_torch_compile_compatibility): use --compile no, or --pp-schedule 1f1b or interleaved:2");
+  }
 }
 
 // torch.distributed.pipelining as torchtitan drives it: its layer split
@@ -152,6 +188,20 @@ void resolve_torch_pipeline(const ModelSpec& model, PlanRequest& r, const Worklo
                          "2·pp, or use 1f1b",
                          model.name, L, stages, L));
   }
+  if (p.schedule == PipelineSchedule::interleaved_zb) {
+    // schedules.py ScheduleInterleavedZeroBubble: rounds of ⌊M/pp⌋ (at
+    // least one) must divide the micro-batches.
+    const std::uint64_t M = r.workload.grad_accum;
+    const std::uint64_t rounds = std::max<std::uint64_t>(1, M / p.pp);
+    if (M % rounds != 0) {
+      const auto& given = in.microbatches ? in.microbatches : in.grad_accum;
+      conflict(given ? given->origin : in.pp_schedule->origin,
+               fmt::format("torch's interleaved zero-bubble schedule runs {} micro-batches in {} rounds of "
+                           "{}: they do not divide evenly",
+                           M, rounds, M / rounds));
+    }
+  }
+  if (zero_bubble(p.schedule)) check_zero_bubble(r, in);
   check_interleaved_rounds(r, in);
 }
 

@@ -212,7 +212,8 @@ std::uint64_t parse_rate(std::string_view text, const std::string& origin) {
   return r;
 }
 
-// --pp-schedule: 1f1b, gpipe or interleaved:V (V ≥ 2 model chunks per rank).
+// --pp-schedule: 1f1b, gpipe, interleaved:V (V ≥ 2 model chunks per rank),
+// zbv or interleaved-zb.
 std::pair<PipelineSchedule, std::uint64_t> parse_schedule(std::string_view text, const std::string& origin) {
   if (text == "1f1b") return {PipelineSchedule::one_f_one_b, 1};
   if (text == "gpipe") return {PipelineSchedule::gpipe, 1};
@@ -225,18 +226,12 @@ std::pair<PipelineSchedule, std::uint64_t> parse_schedule(std::string_view text,
     }
     return {PipelineSchedule::interleaved, v};
   }
-  // torch.distributed.pipelining's zero-bubble schedules, by the names
-  // torchtitan's pipeline_parallel_schedule takes (and short forms).
-  if (text == "zbv" || text == "ZBVZeroBubble" || text == "interleaved-zb" ||
-      text == "InterleavedZeroBubble" || text == "zero-bubble") {
-    throw InputError(
-        origin, fmt::format("\"{}\": torch's zero-bubble schedules (ScheduleZBVZeroBubble, "
-                            "ScheduleInterleavedZeroBubble) are not modelled yet: a pass between its input "
-                            "and weight gradients keeps its whole graph and every linear's output gradient "
-                            "(docs/research/torchtitan.md); use 1f1b, interleaved:V or gpipe",
-                            text));
-  }
-  const std::vector<std::string> names = {"1f1b", "interleaved:V", "gpipe"};
+  // torch.distributed.pipelining's zero-bubble schedules, also by the class
+  // names torchtitan's pipeline_parallel_schedule takes; two stages per rank.
+  if (text == "zbv" || text == "ZBVZeroBubble") return {PipelineSchedule::zbv, 2};
+  if (text == "interleaved-zb" || text == "InterleavedZeroBubble")
+    return {PipelineSchedule::interleaved_zb, 2};
+  const std::vector<std::string> names = {"1f1b", "interleaved:V", "gpipe", "zbv", "interleaved-zb"};
   throw unknown_value(origin, text, names);
 }
 

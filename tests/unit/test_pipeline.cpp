@@ -114,6 +114,54 @@ TEST_CASE("interleaving's first stage holds Megatron's penalty 1 + (pp − 1)/(p
   }
 }
 
+// The closed forms below come from a separate re-implementation of torch's
+// action lists (schedules.py _calculate_single_rank_operations), checked
+// against torch 2.6.0's own lists (docs/research/torchtitan.md §7.1).
+TEST_CASE("ZBV keeps at most min(2·pp, M + 1 + r, 2·M) passes; the last rank defers 2·pp − 1", "[pipeline]") {
+  for (std::uint64_t pp : {2U, 3U, 4U, 8U}) {
+    for (std::uint64_t M = 1; M <= 4 * pp; ++M) {
+      for (std::uint64_t r = 0; r < pp; ++r) {
+        INFO("pp " << pp << " M " << M << " rank " << r);
+        const PipelineInFlight f = pipeline_in_flight(PipelineSchedule::zbv, pp, 2, M, r);
+        CHECK(f.units == std::min({2 * pp, M + 1 + r, 2 * M}));
+        CHECK(f.units == f.first_chunk + f.last_chunk);
+        if (M < 2 * pp - 1) continue;
+        // Weighed by what a deferred pass adds, the last rank's worst moment
+        // is the end of its cooldown: every input-gradient pass done, no
+        // weight-gradient pass yet.
+        PassBytes heavy;
+        heavy.deferred[0] = heavy.deferred[1] = 1;
+        const PipelineInFlight d = pipeline_in_flight(PipelineSchedule::zbv, pp, 2, M, r, heavy);
+        if (r + 1 == pp) {
+          CHECK(d.units == 2 * pp - 1);
+          CHECK(d.deferred == 2 * pp - 1);
+        }
+        // Stage 0's input-gradient pass is a no-op: nothing is deferred there.
+        if (r == 0) CHECK(d.first_deferred == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("interleaved zero-bubble keeps at most min(mpr + pp, 2·M) passes, deferring r + 1", "[pipeline]") {
+  for (std::uint64_t pp : {2U, 3U, 4U, 8U}) {
+    for (std::uint64_t M = 1; M <= 4 * pp; ++M) {
+      const std::uint64_t rounds = std::max<std::uint64_t>(1, M / pp);
+      if (M % rounds != 0) continue;
+      const std::uint64_t mpr = M / rounds;
+      for (std::uint64_t r = 0; r < pp; ++r) {
+        INFO("pp " << pp << " M " << M << " rank " << r);
+        const PipelineInFlight f = pipeline_in_flight(PipelineSchedule::interleaved_zb, pp, 2, M, r);
+        CHECK(f.units == std::min(mpr + pp, 2 * M));
+        if (M % pp != 0 || r == 0) continue;
+        PassBytes heavy;
+        heavy.deferred[0] = heavy.deferred[1] = 1;
+        CHECK(pipeline_in_flight(PipelineSchedule::interleaved_zb, pp, 2, M, r, heavy).deferred == r + 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("pipeline stages split the parameters; a tied output layer is copied to the last", "[pipeline]") {
   for (const char* name : {"llama-3.1-8b", "llama-3.2-1b"}) {
     const ModelSpec m = load_model(name);

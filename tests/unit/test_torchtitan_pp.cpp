@@ -122,7 +122,72 @@ TEST_CASE("torchtitan: pipeline settings it cannot run name the flag and why", "
                        {"pp_schedule", "interleaved:2"},
                        {"microbatches", "3"}},
                       "--microbatches", "3 micro-batches per step must be a multiple of 2");
-  test::check_rejects(
-      m, {{"mode", "train"}, {"framework", "torchtitan"}, {"dp", "2"}, {"pp", "2"}, {"pp_schedule", "zbv"}},
-      "--pp_schedule", "zero-bubble schedules");  // the test input names keys as given
+}
+
+TEST_CASE("torchtitan: ZBV gives rank r stages r and 2·pp − 1 − r", "[torchtitan][pp]") {
+  const PlanResult r = titan_pp(
+      "llama-3.2-1b", {{"pp", "2"}, {"pp_schedule", "zbv"}, {"checkpoint", "none"}, {"microbatches", "4"}});
+  REQUIRE(r.ranks.size() == 2);
+  const PipelineStage& first = r.ranks[0].pipeline;
+  CHECK(first.chunk_layers == 4);  // 16 layers over 4 stages
+  CHECK(first.first_layer(0) == 0);
+  CHECK(first.first_layer(1) == 12);
+  CHECK(first.embedding);
+  CHECK(first.head);  // the last stage is rank 0's second
+  const PipelineStage& second = r.ranks[1].pipeline;
+  CHECK(second.first_layer(0) == 4);
+  CHECK(second.first_layer(1) == 8);
+  CHECK_FALSE(second.embedding);
+  CHECK_FALSE(second.head);
+}
+
+TEST_CASE("torchtitan: a zero-bubble pass keeps each parameter group's output gradient until its W",
+          "[torchtitan][pp]") {
+  // Llama 3.2 1B, 4096 tokens: per layer wq (32·64), wk and wv (8·64 each),
+  // w1 and w3 (8192 each), wo and w2 (2048 each) over every token, and the
+  // two norms' 2048 (tp = 1); 8 stages of 2 layers.
+  const std::uint64_t tokens = 4096;
+  const std::uint64_t per_layer = tokens * (32 * 64 + 2 * 8 * 64 + 2 * 8192 + 2 * 2048) + 2 * tokens * 2048;
+  const std::uint64_t pass = 2 * per_layer * 2;  // bf16
+  const PlanResult r = titan_pp(
+      "llama-3.2-1b", {{"pp", "4"}, {"pp_schedule", "zbv"}, {"checkpoint", "none"}, {"microbatches", "8"}});
+  // The last rank's worst moment ends its cooldown: 2·pp − 1 passes with
+  // their input gradients done and none of their weight gradients (a
+  // deferred pass adds more than a sixth of what it stores, so seven of
+  // them outweigh eight passes with one deferred).
+  const Budget& last = r.ranks[3];
+  CHECK(last.pipeline.in_flight == 7);
+  CHECK(leaf_bytes(last, Component::transient, "pp.deferred_output_grads") == 7 * pass);
+  // 1f1b defers nothing.
+  const PlanResult plain =
+      titan_pp("llama-3.2-1b", {{"pp", "4"}, {"checkpoint", "none"}, {"microbatches", "8"}});
+  CHECK(leaf_bytes(plain.ranks[3], Component::transient, "pp.deferred_output_grads") == 0);
+}
+
+TEST_CASE("torchtitan: zero-bubble schedules refuse what torch or vramcalc cannot run", "[torchtitan][pp]") {
+  const ModelSpec m = load_model("llama-3.2-1b");
+  // ZBV with one more setting; the test input names keys as given.
+  auto rejects = [&m](const char* key, const char* value, const char* flag, const char* why) {
+    test::check_rejects(m,
+                        {{"mode", "train"},
+                         {"framework", "torchtitan"},
+                         {"dp", "2"},
+                         {"pp", "2"},
+                         {"pp_schedule", "zbv"},
+                         {key, value}},
+                        flag, why);
+  };
+  rejects("checkpoint", "selective-op", "--checkpoint", "Trying to backward an extra time");
+  rejects("checkpoint", "full", "--checkpoint", "once per parameter group");
+  rejects("compile", "model", "--compile", "_check_torch_compile_compatibility");
+  test::check_rejects(m,
+                      {{"mode", "train"},
+                       {"framework", "torchtitan"},
+                       {"dp", "2"},
+                       {"pp", "4"},
+                       {"pp_schedule", "interleaved-zb"},
+                       {"microbatches", "9"}},
+                      "--microbatches", "9 micro-batches in 2 rounds");
+  test::check_rejects(m, {{"mode", "train"}, {"framework", "megatron"}, {"pp", "2"}, {"pp_schedule", "zbv"}},
+                      "--pp_schedule", "torch.distributed.pipelining's");
 }

@@ -193,7 +193,11 @@ void torchtitan_stage(ModelSpec& rank, const Workload& w);
 /// What a torch.distributed.pipelining stage holds beside its in-flight
 /// activations, at forward and backward moments (torchtitan_pp.cpp).
 void torch_pipeline_held(const ModelSpec& chunk, const Workload& w, const ParameterCount& rank,
-                         Inventory& fwd, Inventory& bwd);
+                         const PipelineInFlight& f, Inventory& fwd, Inventory& bwd);
+
+/// Elements one pass through the rank's chunk `c` keeps between its input-
+/// and weight-gradient passes under a zero-bubble schedule (torchtitan_pp.cpp).
+[[nodiscard]] std::uint64_t zero_bubble_deferred(const ModelSpec& chunk, const Workload& w, std::uint64_t c);
 
 /// No estimate of its own.
 std::optional<PlanResult::MegatronEstimate> no_own_estimate(const ModelSpec& model, const Workload& w);

@@ -54,19 +54,28 @@ StageSpan generated_split(std::uint64_t L, std::uint64_t stages, std::uint64_t i
   return {at, L - at};
 }
 
+constexpr std::string_view k_zero_bubble =
+    "pytorch torch/distributed/pipelining/_backward.py stage_backward_input (retain_graph=True; a prehook "
+    "keeps the output gradient of each parameter group's first node), stage_backward_weight";
+
 // The rank's chunk `c` is stage r + c·pp of pp·V (stage_ids_this_rank,
-// style "loop").
+// style "loop"); under ZBV its second chunk is stage 2·pp − 1 − r (style
+// "v", torchtitan@3996b634a58c pipeline_llama.py).
 std::uint64_t stage_index(const Workload& w, std::uint64_t c) {
-  return checked_add(w.parallel.stage.value_or(0), checked_mul(c, w.parallel.pp));
+  const std::uint64_t r = w.parallel.stage.value_or(0);
+  if (w.parallel.schedule == PipelineSchedule::zbv && c == 1) return 2 * w.parallel.pp - 1 - r;
+  return checked_add(r, checked_mul(c, w.parallel.pp));
 }
 
-// The most micro-batch passes of the rank's chunk `c` alive at once.
-std::uint64_t chunk_units(const Workload& w, std::uint64_t c) {
-  const Parallel& p = w.parallel;
-  const PipelineInFlight f =
-      pipeline_in_flight(p.schedule, p.pp, p.virtual_stages, w.grad_accum, p.stage.value_or(0));
-  if (p.virtual_stages == 1) return f.units;
+// The micro-batch passes of the rank's chunk `c` alive at the worst
+// moment, and of them those with weight gradients pending.
+std::uint64_t chunk_units(const Workload& w, const PipelineInFlight& f, std::uint64_t c) {
+  if (w.parallel.virtual_stages == 1) return f.units;
   return c == 0 ? f.first_chunk : f.last_chunk;
+}
+std::uint64_t chunk_deferred(const Workload& w, const PipelineInFlight& f, std::uint64_t c) {
+  if (w.parallel.virtual_stages == 1) return f.deferred;
+  return c == 0 ? f.first_deferred : f.last_deferred;
 }
 
 // Adds an entry that holds anything.
@@ -77,7 +86,8 @@ void add_nonzero(Inventory& inv, std::string_view name, std::string_view text, s
 
 // The stage's activation-sized buffers: b·(s/tp)·h in the compute dtype
 // (the decoder layers' output is sequence-sharded under tensor parallelism).
-void stage_buffers(const ModelSpec& chunk, const Workload& w, Inventory& fwd, Inventory& bwd) {
+void stage_buffers(const ModelSpec& chunk, const Workload& w, const PipelineInFlight& f, Inventory& fwd,
+                   Inventory& bwd) {
   const Parallel& p = w.parallel;
   const std::uint64_t stages = checked_mul(p.pp, p.virtual_stages);
   const std::uint64_t M = w.grad_accum;
@@ -93,13 +103,13 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, Inventory& fwd, In
   std::uint64_t input_grads = 0;
   for (std::uint64_t c = 0; c < p.virtual_stages; ++c) {
     const std::uint64_t g = stage_index(w, c);
-    const std::uint64_t units = std::min(chunk_units(w, c), M);
+    const std::uint64_t units = std::min(chunk_units(w, f, c), M);
     if (g > 0) {
       idle_recv = checked_add(idle_recv, input_kept ? M - units : M);
-      // Each finished backward leaves its input's gradient on the buffer
-      // (.grad) until the next step; at the most passes in flight M − units
-      // of them are done.
-      input_grads = checked_add(input_grads, M - units);
+      // Each finished backward (zero-bubble: input-gradient pass) leaves
+      // its input's gradient on the buffer (.grad) until the next step; at
+      // the worst moment M − units of them are done, and the deferred ones.
+      input_grads = checked_add(input_grads, M - units + chunk_deferred(w, f, c));
     }
     if (g + 1 < stages) {
       grad_recv = checked_add(grad_recv, M);
@@ -121,7 +131,7 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, Inventory& fwd, In
   // The last stage keeps every micro-batch's output (the 16-bit logits,
   // vocabulary-sharded under loss parallel) in output_chunks; the current
   // one's stands in the loss's own entries in forward.
-  if (stage_index(w, p.virtual_stages - 1) + 1 == stages) {
+  if (chunk.holds_head) {
     const std::uint64_t logits = checked_product(w.batch, w.seq, chunk.vocab_size);
     add_nonzero(fwd, "pp.output_chunks", "the earlier micro-batches' logits, kept in output_chunks",
                 checked_mul(M - 1, logits), cd, "(M − 1)·b·s·V/tp", k_buffers);
@@ -130,7 +140,51 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, Inventory& fwd, In
   }
 }
 
+// A zero-bubble schedule's deferred passes: each keeps, until its weight
+// gradients, the output gradient of every parameter group's first node.
+void deferred_grads(const ModelSpec& chunk, const Workload& w, const PipelineInFlight& f, Inventory& fwd,
+                    Inventory& bwd) {
+  std::uint64_t elements = 0;
+  for (std::uint64_t c = 0; c < w.parallel.virtual_stages; ++c) {
+    elements = checked_add(elements, checked_mul(chunk_deferred(w, f, c), zero_bubble_deferred(chunk, w, c)));
+  }
+  for (Inventory* inv : {&fwd, &bwd}) {
+    add_nonzero(*inv, "pp.deferred_output_grads",
+                "output gradients the input-gradient passes keep for their weight gradients", elements,
+                dtypes_of(w).compute, "deferred passes · (q + 2·kd + 2·I + 2·h + 2·h/tp)·b·s per layer",
+                k_zero_bubble);
+  }
+}
+
 }  // namespace
+
+// One deferred pass through the rank's chunk `c` (stage_index): per
+// layer and token the gradients of wq (heads·d), wk and wv (kd each), w1
+// and w3 (I each), wo and w2 (h each, their mm outputs before the
+// reduce-scatter) and the two RMSNorm weight multiplies (h over the s/tp
+// tokens of a sequence-parallel rank); the last stage adds the output
+// layer's (V/tp) and the final norm's. Stage 0's input-gradient pass is a
+// no-op (stage.py backward_one_chunk skips it when is_first) and keeps
+// nothing.
+std::uint64_t zero_bubble_deferred(const ModelSpec& chunk, const Workload& w, std::uint64_t c) {
+  const std::uint64_t stage = stage_index(w, c);
+  if (stage == 0) return 0;
+  const Parallel& p = w.parallel;
+  const std::uint64_t tokens = checked_mul(w.batch, w.seq);
+  const std::uint64_t sp_tokens = checked_mul(w.batch, w.seq / p.tp);
+  const std::uint64_t h = chunk.hidden_size;
+  const std::uint64_t d = chunk.head_dim;
+  const std::uint64_t wide =
+      checked_add(checked_add(checked_mul(chunk.num_attention_heads, d),
+                              checked_product(2, chunk.num_key_value_heads, d)),
+                  checked_add(checked_mul(2, chunk.intermediate_size), checked_mul(2, h)));
+  const std::uint64_t per_layer = checked_add(checked_mul(tokens, wide), checked_product(2, sp_tokens, h));
+  std::uint64_t n = checked_mul(per_layer, chunk.num_layers);
+  if (stage + 1 == checked_mul(p.pp, p.virtual_stages)) {
+    n = checked_add(n, checked_add(checked_mul(tokens, chunk.vocab_size), checked_mul(sp_tokens, h)));
+  }
+  return n;
+}
 
 // The rank's share of the pipeline: under 1f1b and gpipe the layers
 // generate_split_points gives its stage; interleaved, two stages of
@@ -146,7 +200,8 @@ void torchtitan_stage(ModelSpec& rank, const Workload& w) {
   rank.num_layers = checked_mul(span.layers, p.virtual_stages);
   rank.first_layer = span.first;
   rank.holds_embedding = r == 0;
-  rank.holds_head = r + 1 == p.pp;
+  // Under ZBV rank 0 also holds the last stage.
+  rank.holds_head = p.schedule == PipelineSchedule::zbv ? r == 0 : r + 1 == p.pp;
 }
 
 bool stage_stays_gathered(const Workload& w) {
@@ -161,7 +216,7 @@ bool stage_stays_gathered(const Workload& w) {
 // on the accumulation lives through forward too). The current layer's
 // fresh 16-bit gradient sits beside it until added in.
 void torch_pipeline_held(const ModelSpec& chunk, const Workload& w, const ParameterCount& rank,
-                         Inventory& fwd, Inventory& bwd) {
+                         const PipelineInFlight& f, Inventory& fwd, Inventory& bwd) {
   if (w.parallel.pp == 1) return;
   if (stage_stays_gathered(w)) {
     const std::uint64_t layers = checked_mul(chunk.num_layers, w.parallel.virtual_stages);
@@ -181,7 +236,8 @@ void torch_pipeline_held(const ModelSpec& chunk, const Workload& w, const Parame
     bwd.add("zero3.layer_grads", "unsharded gradients of the current layer before they are accumulated",
             rank.per_layer, gathered_dtype(w), "layer parameters", k_accumulate);
   }
-  stage_buffers(chunk, w, fwd, bwd);
+  stage_buffers(chunk, w, f, fwd, bwd);
+  if (zero_bubble(w.parallel.schedule)) deferred_grads(chunk, w, f, fwd, bwd);
 }
 
 }  // namespace vramcalc::core
