@@ -94,7 +94,9 @@ TEST_CASE("torchtitan: a stage holds one receive buffer per micro-batch", "[torc
   const Budget& mid = r.ranks[1];
   CHECK(leaf_bytes(mid, Component::transient, "pp.recv_buffers") == 1 * act);
   CHECK(leaf_bytes(mid, Component::transient, "pp.grad_recv_buffers") == 4 * act);
-  CHECK(leaf_bytes(mid, Component::transient, "pp.stage_outputs") == 3 * act);
+  // Three outputs in fwd_cache for their backward, and the finished pass's
+  // still in output_chunks (torch 2.6.0 appends on every stage).
+  CHECK(leaf_bytes(mid, Component::transient, "pp.stage_outputs") == 4 * act);
   CHECK(leaf_bytes(mid, Component::transient, "pp.input_grads") == 1 * act);
   // The first stage receives nothing; the last sends nothing back.
   CHECK(leaf_bytes(r.ranks[0], Component::transient, "pp.recv_buffers") == 0);

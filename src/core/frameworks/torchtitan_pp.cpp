@@ -27,8 +27,8 @@ constexpr std::string_view k_accumulate =
     "_fsdp_param_group.py post_backward (no reduce: the unsharded gradient cast to the reduce dtype)";
 constexpr std::string_view k_buffers =
     "pytorch torch/distributed/pipelining/stage.py PipelineStage._prepare_forward_infra, "
-    "_create_grad_recv_info (a receive buffer per micro-batch), forward_one_chunk (fwd_cache, "
-    "output_chunks), clear_runtime_states (at the next step)";
+    "_create_grad_recv_info (a receive buffer per micro-batch), forward_one_chunk (fwd_cache; "
+    "output_chunks on every stage, torch 2.6.0), clear_runtime_states (at the next step)";
 
 // Layers of stage `index` of `stages` under generate_split_points: the
 // first stage gets ⌊L/S⌋, the middle ones ⌊L/S⌋ + 1 while L mod S lasts,
@@ -113,7 +113,10 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, const PipelineInFl
     }
     if (g + 1 < stages) {
       grad_recv = checked_add(grad_recv, M);
-      outputs = checked_add(outputs, units);  // fwd_cache keeps each pass's output
+      // fwd_cache keeps an in-flight pass's output for its backward, and
+      // output_chunks every pass's until the next step: at the worst moment
+      // the in-flight passes' and the M − units finished ones.
+      outputs = checked_add(outputs, M);
     }
   }
   for (Inventory* inv : {&fwd, &bwd}) {
@@ -122,8 +125,9 @@ void stage_buffers(const ModelSpec& chunk, const Workload& w, const PipelineInFl
         checked_mul(idle_recv, act), cd, "(M − in flight, or M without a kept input)·b·(s/tp)·h", k_buffers);
     add_nonzero(*inv, "pp.grad_recv_buffers", "gradient receive buffers, one per micro-batch",
                 checked_mul(grad_recv, act), cd, "M·b·(s/tp)·h (not the last stage)", k_buffers);
-    add_nonzero(*inv, "pp.stage_outputs", "the stage output of each pass in flight, kept for its backward",
-                checked_mul(outputs, act), cd, "in flight·b·(s/tp)·h (not the last stage)", k_buffers);
+    add_nonzero(*inv, "pp.stage_outputs",
+                "the stage outputs, kept for their backward and in output_chunks until the next step",
+                checked_mul(outputs, act), cd, "M·b·(s/tp)·h (not the last stage)", k_buffers);
     add_nonzero(*inv, "pp.input_grads", "input gradients of the finished backwards, left on their buffers",
                 checked_mul(input_grads, act), cd, "(M − in flight)·b·(s/tp)·h (not the first stage)",
                 k_buffers);
