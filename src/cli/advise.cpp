@@ -19,9 +19,7 @@ CLI::App* setup_advise(CLI::App& app, AdviseOptions& opts) {
   CLI::App* cmd = app.add_subcommand(
       "advise",
       "Rank the levers that free memory (checkpointing, ZeRO, 8-bit optimizer, ...) by bytes saved");
-  cmd->add_option("MODEL", opts.model,
-                  "a bundled preset (see `vramcalc models`), a Hugging Face config.json, or a plan file")
-      ->type_name("");
+  cmd->add_option("MODEL", opts.model, k_model_help)->type_name("");
   add_workload_flags(*cmd, opts.workload);
   add_output_flags(*cmd, opts.out, k_advise_features);
   cmd->footer(

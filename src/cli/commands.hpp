@@ -19,6 +19,12 @@ inline constexpr int k_exit_does_not_fit = 1;
 inline constexpr int k_exit_bad_input = 2;
 inline constexpr int k_exit_internal = 3;
 
+/// What a MODEL argument may be (plan, fit and advise).
+inline constexpr const char* k_model_help =
+    "a bundled preset (see `vramcalc models`), a Hugging Face config.json or the model directory holding "
+    "it, a Hub id (org/name) whose config.json is in the local Hugging Face cache (no network), or a plan "
+    "file with \"model\" and \"workload\"";
+
 /// Workload flags shared by commands that take a model and a workload.
 struct WorkloadFlags {
   std::vector<std::pair<std::string, CLI::Option*>> options;  // JSON key, option

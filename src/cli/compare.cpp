@@ -28,7 +28,9 @@ CLI::App* setup_compare(CLI::App& app, CompareOptions& opts) {
                                      "Configs side by side: one model with settings swept, or "
                                      "several plan files");
   cmd->add_option("MODEL", opts.models,
-                  "one or more presets, config.json files or plan files; with several, each is a column")
+                  "one or more presets, config.json files (or their directories, or Hub ids in the local "
+                  "cache) or plan "
+                  "files; with several, each is a column")
       ->type_name("");
   cmd->add_option("--set", opts.sets,
                   "KEY=V1,V2,...: sweep a workload setting (its flag name: zero, checkpoint, batch, "

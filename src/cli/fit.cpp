@@ -89,9 +89,7 @@ CLI::App* setup_fit(CLI::App& app, FitOptions& opts) {
   CLI::App* cmd = app.add_subcommand("fit",
                                      "Exact inverse answers: the largest batch or sequence that fits, "
                                      "the fewest GPUs, or every GPU that can hold a plan");
-  cmd->add_option("MODEL", opts.model,
-                  "a bundled preset (see `vramcalc models`), a Hugging Face config.json, or a plan file")
-      ->type_name("");
+  cmd->add_option("MODEL", opts.model, k_model_help)->type_name("");
   cmd->add_option("--for", opts.target,
                   "batch: the largest micro-batch | seq: the longest sequence or context | concurrency: "
                   "the most sequences served at once at --seq | gpus: the fewest data-parallel GPUs "

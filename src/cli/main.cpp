@@ -18,7 +18,9 @@ int fail(const std::string& message, int code) {
 
 // A command that takes one model was given none (a usage error).
 vramcalc::InputError missing_model(const std::string& command) {
-  return vramcalc::InputError(command, "missing MODEL (a preset name, a config.json or a plan file)");
+  return vramcalc::InputError(command,
+                              "missing MODEL (a preset name, a config.json or its directory, a Hub id in the "
+                              "local cache, or a plan file)");
 }
 
 }  // namespace

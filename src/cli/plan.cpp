@@ -18,10 +18,7 @@ constexpr unsigned k_plan_features = k_with_explain | k_with_svg | k_with_gates 
 
 CLI::App* setup_plan(CLI::App& app, PlanOptions& opts) {
   CLI::App* cmd = app.add_subcommand("plan", "Per-GPU memory budget of a model under a workload");
-  cmd->add_option("MODEL", opts.model,
-                  "a bundled preset (see `vramcalc models`), a Hugging Face config.json, or a plan file "
-                  "with \"model\" and \"workload\"")
-      ->type_name("");
+  cmd->add_option("MODEL", opts.model, k_model_help)->type_name("");
   add_workload_flags(*cmd, opts.workload);
   add_output_flags(*cmd, opts.out, k_plan_features);
   cmd->footer(

@@ -24,4 +24,21 @@ namespace vramcalc::io {
 /// True when the argument should be read as a path rather than a preset name.
 [[nodiscard]] bool looks_like_path(std::string_view arg);
 
+/// Where a MODEL argument that is not a preset has its config (model_paths.cpp).
+struct ModelFile {
+  std::string path;     ///< the file to read
+  std::string title;    ///< the name without the config's own: the stem, directory or Hub id
+  bool hub_id = false;  ///< found in the local Hugging Face Hub cache by its id
+};
+
+/// A file, a model directory's config.json, or a Hub id ("org/name") in the
+/// local Hub cache; nullopt when `arg` is none of them (an unknown preset).
+/// Throws InputError for a directory without config.json and for a Hub id
+/// absent from the cache, naming what was tried.
+[[nodiscard]] std::optional<ModelFile> find_model_file(const std::string& arg);
+
+/// The plan's title: the Hub id it was found by, else the config's
+/// `_name_or_path` (a local path's last component), else `file.title`.
+[[nodiscard]] std::string model_title(const JsonCursor& root, const ModelFile& file);
+
 }  // namespace vramcalc::io

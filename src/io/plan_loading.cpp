@@ -17,6 +17,10 @@ namespace vramcalc {
 namespace io {
 
 PlanText read_plan_text(std::string_view text, const std::string& source, const std::string& stem) {
+  return read_plan_text(text, source, ModelFile{source, stem, false});
+}
+
+PlanText read_plan_text(std::string_view text, const std::string& source, const ModelFile& file) {
   PlanText out;
   const nlohmann::json doc = parse_json(text, source);
   const JsonCursor root(doc, source);
@@ -25,7 +29,7 @@ PlanText read_plan_text(std::string_view text, const std::string& source, const 
   if (auto m = root.find("model")) {
     // A plan file: "model" names a preset, or holds a config object inline.
     if (m->is_object()) {
-      out.model = read_model(*m, stem);
+      out.model = read_model(*m, model_title(*m, file));
     } else if (m->is_string()) {
       const std::string name = m->string();
       auto found = find_preset(name);
@@ -38,7 +42,7 @@ PlanText read_plan_text(std::string_view text, const std::string& source, const 
       m->fail("expected a preset name or a config object, got " + m->shown());
     }
   } else {
-    out.model = read_model(root, stem);
+    out.model = read_model(root, model_title(root, file));
   }
   return out;
 }
@@ -47,14 +51,14 @@ PlanText read_plan_text(std::string_view text, const std::string& source, const 
 
 namespace {
 
-// MODEL as a preset, a config.json, or a plan file with its "workload".
+// MODEL as a preset, a config.json (a file, a model directory's, or a Hub
+// id's in the local cache), or a plan file with its "workload".
 io::PlanText read_model_arg(const std::string& arg) {
   io::PlanText out;
-  std::error_code ec;
   if (auto preset = io::find_preset(arg)) {
     out.model = std::move(*preset);
-  } else if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
-    out = io::read_plan_text(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
+  } else if (const auto file = io::find_model_file(arg)) {
+    out = io::read_plan_text(io::read_file(file->path), file->path, *file);
   } else {
     out.model = load_model(arg);  // raises the "unknown model" error with a suggestion
   }

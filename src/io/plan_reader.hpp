@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "io/model_reader.hpp"
 #include "vramcalc/io.hpp"
 #include "vramcalc/model.hpp"
 
@@ -23,5 +24,8 @@ struct PlanText {
 /// inline or whole-document model.
 [[nodiscard]] PlanText read_plan_text(std::string_view text, const std::string& source,
                                       const std::string& stem);
+/// The same for a located model file: the model is titled by model_title.
+[[nodiscard]] PlanText read_plan_text(std::string_view text, const std::string& source,
+                                      const ModelFile& file);
 
 }  // namespace vramcalc::io

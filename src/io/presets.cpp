@@ -69,9 +69,11 @@ std::vector<PresetInfo> presets() {
 ModelSpec load_model(std::string_view name_or_path) {
   if (auto preset = io::find_preset(name_or_path)) return *preset;
   const std::string arg(name_or_path);
-  std::error_code ec;
-  if (io::looks_like_path(arg) || std::filesystem::exists(arg, ec)) {
-    return parse_model(io::read_file(arg), arg, std::filesystem::path(arg).stem().string());
+  if (const auto file = io::find_model_file(arg)) {
+    const std::string text = io::read_file(file->path);
+    const nlohmann::json doc = io::parse_json(text, file->path);
+    const io::JsonCursor root(doc, file->path);
+    return io::read_model(root, io::model_title(root, *file));
   }
   throw InputError("", fmt::format("unknown model \"{}\"{} (run \"vramcalc models\" for the "
                                    "presets, or give the path of a config.json)",
