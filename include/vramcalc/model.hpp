@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "vramcalc/quant.hpp"
+
 namespace vramcalc {
 
 /// The Hugging Face `model_type`s vramcalc reads. Each selects the module
@@ -107,6 +109,17 @@ struct ModelSpec {
   /// Multi-token prediction modules the checkpoint carries
   /// (num_nextn_predict_layers); counted apart from the main model.
   std::uint64_t mtp_layers = 0;
+
+  /// How the checkpoint stores its weights, from config.json's
+  /// quantization_config (kind none without one): serving plans it unless
+  /// --quant says otherwise (io/quant_config.cpp).
+  Quant checkpoint_quant{};
+  /// Where that was read ("config.json: /quantization_config"); empty
+  /// without a quantization_config.
+  std::string checkpoint_quant_origin;
+  /// A quantization_config vramcalc does not model: what it says (empty
+  /// when modelled or absent).
+  std::string checkpoint_quant_unmodelled;
 
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output

@@ -102,6 +102,8 @@ struct Quant {
   GgufMix mix = GgufMix::pure;
   GgufType type = GgufType::F16;  ///< gguf with GgufMix::pure: the one type
   bool quantize_lm_head = false;  ///< quantise the untied output layer too (not the default)
+
+  bool operator==(const Quant&) const = default;
 };
 
 /// The name as --quant takes it: "gptq:4:128", "bnb-nf4-dq", "gguf:Q4_K_M".

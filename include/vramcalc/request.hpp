@@ -19,6 +19,10 @@ struct PlanRequest {
   ModelSpec model;
   Workload workload;
   std::vector<std::string> defaulted;  ///< workload keys that took their default
+  /// Where the weight format came from when quantized: --quant's origin,
+  /// or the checkpoint's quantization_config ("config.json:
+  /// /quantization_config"); empty when unquantized by default.
+  std::string quant_source;
   std::optional<Gpu> gpu;
   /// Other processes sharing the GPU (--colocate), each resolved from its
   /// own plan with this request's GPU; never nested.

@@ -75,6 +75,7 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   s.qk_rope_head_dim = m.qk_rope_head_dim;
   s.v_head_dim = m.v_head_dim;
   s.mtp_layers = m.mtp_layers;
+  s.checkpoint_quant = m.checkpoint_quant;  // its origin and text are the input's, for messages
   s.holds_embedding = m.holds_embedding;
   s.holds_head = m.holds_head;
   s.first_layer = m.first_layer;

@@ -56,6 +56,7 @@ void resolve_qlora_base(const ModelSpec& model, PlanRequest& r, const WorkloadIn
     Quant nf4;
     nf4.kind = QuantKind::torchao_nf4;
     w.quant = pick(r, in.quant, nf4, "quant");
+    if (in.quant) r.quant_source = in.quant->origin;
     if (w.quant.kind != QuantKind::torchao_nf4) {
       conflict(in.quant->origin,
                fmt::format("{}'s QLoRA stores its base as torchao NF4 (to_nf4): --quant torchao-nf4, not {}",
@@ -64,7 +65,14 @@ void resolve_qlora_base(const ModelSpec& model, PlanRequest& r, const WorkloadIn
     check_nf4_blocks(model, in.quant ? in.quant->origin : in.adapter->origin);
     return;
   }
+  if (!in.quant && model.checkpoint_quant.kind == QuantKind::bnb_4bit) {
+    // A checkpoint saved in bitsandbytes 4-bit is the base as it stands.
+    w.quant = model.checkpoint_quant;
+    r.quant_source = model.checkpoint_quant_origin;
+    return;
+  }
   w.quant = pick(r, in.quant, io::parse_quant("bnb-nf4-dq", "--quant"), "quant");
+  if (in.quant) r.quant_source = in.quant->origin;
   if (w.quant.kind != QuantKind::bnb_4bit) {
     conflict(in.quant->origin,
              fmt::format("QLoRA's base is bitsandbytes 4-bit: bnb-nf4-dq (the QLoRA paper's), bnb-nf4, "

@@ -245,6 +245,7 @@ std::uint64_t optional_count(const JsonCursor& root, std::string_view key, std::
 void read_megatron_gpt(const JsonCursor& root, ModelSpec& m) {
   static const std::vector<std::string> keys = {"model_type",
                                                 "source",
+                                                "quantization_config",
                                                 "num_layers",
                                                 "hidden_size",
                                                 "ffn_hidden_size",
@@ -476,6 +477,7 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
 const std::vector<std::string>& used_keys() {
   static const std::vector<std::string> keys = {"model_type",
                                                 "source",
+                                                "quantization_config",
                                                 "hidden_size",
                                                 "intermediate_size",
                                                 "num_hidden_layers",
@@ -551,7 +553,6 @@ const std::vector<std::string>& ignored_keys() {
                                                 "cache_implementation",
                                                 "_name_or_path",
                                                 "attn_implementation",
-                                                "quantization_config",
                                                 "scale_attn_weights",
                                                 "reorder_and_upcast_attn",
                                                 "scale_attn_by_inverse_layer_idx",
@@ -620,6 +621,7 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
       read_llama_style(root, m);
     }
     (void)count_parameters(m);
+    read_quantization_config(root, m);
   } catch (const OverflowError&) {
     root.fail(
         fmt::format("the parameter count does not fit in 64 bits (hidden_size {}, "

@@ -15,6 +15,10 @@ namespace vramcalc::io {
 /// inline "model" object).
 [[nodiscard]] ModelSpec read_model(const JsonCursor& root, std::string name);
 
+/// Reads config.json's quantization_config into the model's checkpoint
+/// weight format (quant_config.cpp).
+void read_quantization_config(const JsonCursor& root, ModelSpec& m);
+
 /// The bundled preset `name`, or nullopt.
 [[nodiscard]] std::optional<ModelSpec> find_preset(std::string_view name);
 

@@ -87,7 +87,10 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   train_only(in.gpus_per_node, "GPUs per node");
   train_only(in.loss, "the loss implementation");
   train_only(in.freeze, "--freeze");
-  if (in.quant && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
+  // --quant none plans a quantized checkpoint's weights unquantized, which
+  // is how training takes them.
+  const bool quantized = in.quant && in.quant->value.kind != QuantKind::none;
+  if (quantized && train && !(in.adapter && in.adapter->value == Adapter::qlora)) {
     conflict(in.quant->origin,
              "quantized weights are modelled for serving (--mode infer) and for QLoRA's base (--mode qlora)");
   }
@@ -137,9 +140,8 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
 
 // What a quantized format can hold for this model (docs/formulas.md,
 // "Quantized weights"), and whether the output layer is quantized.
-void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in, const std::string& origin) {
   Quant& q = w.quant;
-  const std::string& origin = in.quant->origin;
   const std::string name = quant_text(q);
   if (q.kind == QuantKind::torchao_nf4) {
     conflict(origin,
@@ -190,14 +192,35 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
   }
 }
 
+// The served weights' format: --quant, else the checkpoint's own
+// (config.json's quantization_config), else unquantized.
+Quant weight_format(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  if (in.quant) {
+    r.quant_source = in.quant->origin;
+    return in.quant->value;
+  }
+  if (!model.checkpoint_quant_unmodelled.empty()) {
+    conflict(model.checkpoint_quant_origin,
+             fmt::format("the checkpoint's weights are stored as {}, which vramcalc does not model yet: give "
+                         "--quant to plan them in a modelled format (none: unquantized)",
+                         model.checkpoint_quant_unmodelled));
+  }
+  if (model.checkpoint_quant.kind == QuantKind::none) {
+    r.defaulted.emplace_back("quant");
+    return Quant{};
+  }
+  r.quant_source = model.checkpoint_quant_origin;
+  return model.checkpoint_quant;
+}
+
 // Serving: the KV cache's type, quantized weights and the engine.
 void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   w.optimizer = Optimizer::none;
   // A ggml block type (q8_0, ...) is a --kv-dtype too; kv_block takes it.
   w.kv_dtype = in.kv_block ? w.dtype : pick(r, in.kv_dtype, w.dtype, "kv_dtype");
-  w.quant = pick(r, in.quant, Quant{}, "quant");
-  if (w.quant.kind != QuantKind::none) check_quant(model, w, in);
+  w.quant = weight_format(model, r, in);
+  if (w.quant.kind != QuantKind::none) check_quant(model, w, in, r.quant_source);
   w.engine = pick(r, in.engine, Engine::hf, "engine");
   resolve_llamacpp(model, w, in);
   resolve_generate(r, in);

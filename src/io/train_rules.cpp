@@ -193,9 +193,32 @@ void check_fsdp_mp(const Workload& w, const WorkloadInput& in) {
 
 }  // namespace
 
+// A quantized checkpoint (config.json's quantization_config) trains
+// dequantized: full training and LoRA update or wrap 16-bit weights
+// (transformers dequantizes, e.g. Mxfp4Config(dequantize=True)), and the
+// plan says so. QLoRA's base is the checkpoint as stored when that is
+// bitsandbytes 4-bit; another stored format is not a base vramcalc models,
+// so without --quant the input must say which base to plan.
+void check_checkpoint_quant(const ModelSpec& model, const PlanRequest& r, const WorkloadInput& in) {
+  const bool quantized =
+      model.checkpoint_quant.kind != QuantKind::none || !model.checkpoint_quant_unmodelled.empty();
+  const bool qlora = in.adapter && in.adapter->value == Adapter::qlora;
+  if (in.quant || !quantized || !qlora) return;
+  const bool torchao = core::framework_module(r.workload.framework).qlora_base == QuantKind::torchao_nf4;
+  if (model.checkpoint_quant.kind == QuantKind::bnb_4bit && !torchao) return;
+  const std::string stored = model.checkpoint_quant_unmodelled.empty() ? quant_text(model.checkpoint_quant)
+                                                                       : model.checkpoint_quant_unmodelled;
+  conflict(model.checkpoint_quant_origin,
+           fmt::format("the checkpoint's weights are stored as {}, and vramcalc models QLoRA over a {} base "
+                       "quantized at load from 16-bit weights: give --quant {} to plan that",
+                       stored, torchao ? "torchao NF4" : "bitsandbytes 4-bit",
+                       torchao ? "torchao-nf4" : "bnb-nf4-dq"));
+}
+
 // In this order: an earlier step's error wins, and later steps read what
 // earlier ones set (the LoRA dtype picks the default checkpointing).
 void resolve_training(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  check_checkpoint_quant(model, r, in);
   resolve_precision(r, in);
   if (in.adapter) resolve_lora(model, r, in);
   if (in.freeze) resolve_freeze(model, r, in);

@@ -57,6 +57,28 @@ std::string workload_line(const PlanResult& p) {
   return workload_line(p.request.workload);
 }
 
+std::optional<CheckpointQuant> checkpoint_quant(const PlanResult& p) {
+  const ModelSpec& m = p.request.model;
+  if (m.checkpoint_quant_origin.empty()) return std::nullopt;
+  const Workload& w = p.request.workload;
+  CheckpointQuant c;
+  c.format =
+      m.checkpoint_quant_unmodelled.empty() ? quant_text(m.checkpoint_quant) : m.checkpoint_quant_unmodelled;
+  c.source = m.checkpoint_quant_origin;
+  const bool trains_dequantized = w.mode == Mode::train && w.lora.kind != Adapter::qlora;
+  c.applied = !trains_dequantized && m.checkpoint_quant_unmodelled.empty() && w.quant == m.checkpoint_quant;
+  if (c.applied) {
+    c.what = "planned as stored";
+  } else if (trains_dequantized) {
+    c.what = fmt::format("dequantized to {} for training", name_of(w.dtype));
+  } else {
+    c.what =
+        fmt::format("replaced by {} {}", p.request.quant_source,
+                    w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant));
+  }
+  return c;
+}
+
 std::string schedule_text(const Parallel& p) {
   return p.schedule == PipelineSchedule::interleaved ? fmt::format("interleaved:{}", p.virtual_stages)
                                                      : std::string(name_of(p.schedule));

@@ -1,6 +1,7 @@
 // Private helpers shared by the renderers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,16 @@ namespace vramcalc::render_detail {
 
 /// One line describing the workload: "train, batch 4 × seq 4096, bf16 amp, adamw, ...".
 [[nodiscard]] std::string workload_line(const PlanResult& p);
+
+/// The checkpoint's own weight format (config.json's quantization_config)
+/// and what the plan did with it; "" without one.
+struct CheckpointQuant {
+  std::string format;    ///< as --quant names it, or what vramcalc does not model
+  std::string source;    ///< where it was read
+  bool applied = false;  ///< the plan's weights are stored so
+  std::string what;      ///< "planned as stored", "dequantized for training", ...
+};
+[[nodiscard]] std::optional<CheckpointQuant> checkpoint_quant(const PlanResult& p);
 [[nodiscard]] std::string workload_line(const Workload& w);
 
 /// A component's bytes live at the peak moment.

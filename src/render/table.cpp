@@ -32,6 +32,9 @@ std::string render_table(const PlanResult& p) {
     for (const std::string& k : p.request.defaulted) d += (d.empty() ? "" : ", ") + k;
     out += fmt::format("defaults used: {}\n", d);
   }
+  if (const auto c = checkpoint_quant(p)) {
+    out += fmt::format("checkpoint weights: {} ({}), {}\n", c->format, c->source, c->what);
+  }
   out += "\n";
   out += fmt::format("{:<18} {:>10} {:>10} {:>7}\n", "component", "max GiB", "at peak", "share");
   for (std::size_t i = 0; i < k_component_count; ++i) {

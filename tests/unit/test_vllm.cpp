@@ -179,12 +179,15 @@ TEST_CASE("vllm plans follow the plan-output schema", "[vllm]") {
 
 TEST_CASE("vllm: a tensor-parallel rank holds its shard of every layer", "[vllm][tp]") {
   // One rank of one is the model itself, for every preset (all fields but
-  // the name and source, which the shard leaves empty).
+  // the texts for messages: name, source and where the checkpoint's format
+  // was read, which the shard leaves empty).
   for (const PresetInfo& p : presets()) {
     ModelSpec whole = load_model(p.name);
     const ModelSpec one = tensor_parallel_shard(whole, 1);
     whole.name.clear();
     whole.source.clear();
+    whole.checkpoint_quant_origin.clear();
+    whole.checkpoint_quant_unmodelled.clear();
     CHECK(one == whole);
   }
   const ModelSpec m = load_model("llama-3.1-8b");

@@ -1,0 +1,207 @@
+// A checkpoint's own weight format: config.json's quantization_config, as
+// transformers writes it for each quantizer (transformers
+// src/transformers/utils/quantization_config.py: GPTQConfig, AwqConfig,
+// BitsAndBytesConfig, FineGrainedFP8Config, Mxfp4Config,
+// CompressedTensorsConfig), and the AutoFP8 and ModelOpt forms vLLM reads
+// (vllm model_executor/layers/quantization/fp8.py Fp8Config, modelopt.py).
+// What the format holds per tensor is docs/formulas.md, "Quantized weights".
+#include <fmt/format.h>
+
+#include "io/model_reader.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// A member of an object as plain JSON, without throwing on a wrong type:
+// the fallback when absent or of another type.
+std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+std::uint64_t count_or(const nlohmann::json& j, const char* key, std::uint64_t fallback) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : fallback;
+}
+nlohmann::json member_or_null(const nlohmann::json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() ? *it : nlohmann::json();
+}
+
+// GPTQ's and AWQ's group_size: −1 (one group per row) is stored as 0.
+std::uint64_t group_size(const JsonCursor& q, std::uint64_t fallback) {
+  const auto g = q.find("group_size");
+  if (!g) return fallback;
+  const nlohmann::json& j = g->json();
+  if (j.is_number_integer() && j.get<std::int64_t>() == -1) return 0;
+  return g->positive_integer();
+}
+
+std::uint32_t bits_of(const JsonCursor& q, std::uint64_t fallback) {
+  const auto b = q.find("bits");
+  return static_cast<std::uint32_t>(b ? b->positive_integer() : fallback);
+}
+
+// A skip list that names decoder-layer modules keeps parts of the layers in
+// 16-bit, which vramcalc does not model per layer; "lm_head" and modules
+// outside the decoder (vision towers, projectors) change nothing here.
+std::string skipped_layers(const JsonCursor& q, std::initializer_list<std::string_view> keys) {
+  for (const std::string_view key : keys) {
+    const auto list = q.find(key);
+    if (!list || !list->json().is_array()) continue;
+    for (const nlohmann::json& e : list->json()) {
+      if (e.is_string() && e.get<std::string>().find("layers.") != std::string::npos) {
+        return fmt::format("{} lists {}, which leaves part of the decoder layers unquantized", key,
+                           e.get<std::string>());
+      }
+    }
+  }
+  return {};
+}
+
+// The fp8 forms: one fp32 scale per tensor, or per 128 × 128 block.
+Quant fp8_from_blocks(const nlohmann::json& blocks, std::string& unmodelled) {
+  Quant q;
+  q.kind = QuantKind::fp8;
+  if (blocks.is_null()) return q;
+  if (blocks == nlohmann::json::array({128, 128})) {
+    q.kind = QuantKind::fp8_block;
+    return q;
+  }
+  unmodelled = fmt::format(
+      "fp8 weights scaled per {} block (vramcalc models per-tensor scales and "
+      "128 × 128 blocks)",
+      blocks.dump());
+  return Quant{};
+}
+
+// compressed-tensors: every config group's weights must be one fp8 form.
+Quant compressed_tensors(const JsonCursor& q, std::string& unmodelled) {
+  const auto groups = q.find("config_groups");
+  if (!groups || !groups->is_object() || groups->keys().empty()) {
+    unmodelled = "compressed-tensors without config_groups";
+    return Quant{};
+  }
+  Quant found;
+  for (const std::string& name : groups->keys()) {
+    const JsonCursor g = groups->at(name);
+    const auto w = g.find("weights");
+    if (!w || !w->is_object()) continue;
+    const nlohmann::json& j = w->json();
+    const std::string type = text_or(j, "type", "");
+    const std::uint64_t bits = count_or(j, "num_bits", 0);
+    const std::string strategy = text_or(j, "strategy", "");
+    Quant one;
+    if (type == "float" && bits == 8 && strategy == "tensor") {
+      one.kind = QuantKind::fp8;
+    } else if (type == "float" && bits == 8 && strategy == "block") {
+      one = fp8_from_blocks(member_or_null(j, "block_structure"), unmodelled);
+      if (!unmodelled.empty()) return Quant{};
+    } else {
+      unmodelled = fmt::format("compressed-tensors with {}-bit {} weights, strategy {}", bits,
+                               type.empty() ? "?" : type, strategy.empty() ? "?" : strategy);
+      return Quant{};
+    }
+    if (found.kind != QuantKind::none && !(found == one)) {
+      unmodelled = "compressed-tensors with config groups of different formats";
+      return Quant{};
+    }
+    found = one;
+  }
+  if (found.kind == QuantKind::none) unmodelled = "compressed-tensors without weight quantization";
+  return found;
+}
+
+Quant bitsandbytes(const JsonCursor& q, std::string& unmodelled) {
+  Quant out;
+  const bool four = q.find("load_in_4bit") && q.at("load_in_4bit").boolean();
+  const bool eight = q.find("load_in_8bit") && q.at("load_in_8bit").boolean();
+  if (four) {
+    out.kind = QuantKind::bnb_4bit;
+    const auto type = q.find("bnb_4bit_quant_type");
+    const std::string t = type ? type->string() : "fp4";  // BitsAndBytesConfig's default
+    if (t != "nf4" && t != "fp4") q.at("bnb_4bit_quant_type").fail("expected nf4 or fp4, got \"" + t + "\"");
+    out.nf4 = t == "nf4";
+    const auto dq = q.find("bnb_4bit_use_double_quant");
+    out.double_quant = dq && dq->boolean();
+  } else if (eight) {
+    out.kind = QuantKind::bnb_int8;
+  } else {
+    unmodelled = "bitsandbytes with neither load_in_4bit nor load_in_8bit";
+  }
+  return out;
+}
+
+// What quant_method names; `unmodelled` says why when vramcalc cannot plan it.
+Quant read_method(const JsonCursor& q, const std::string& method, std::string& unmodelled) {
+  Quant out;
+  if (method == "mxfp4") {
+    out.kind = QuantKind::mxfp4;  // the experts only: modules_to_not_convert keeps the rest
+    return out;
+  }
+  if (method == "fp8") {
+    return fp8_from_blocks(member_or_null(q.json(), "weight_block_size"), unmodelled);
+  }
+  if (method == "compressed-tensors") return compressed_tensors(q, unmodelled);
+  if (method == "bitsandbytes") return bitsandbytes(q, unmodelled);
+  if (method == "gptq") {
+    out.kind = QuantKind::gptq;
+    out.bits = bits_of(q, 4);
+    out.group = group_size(q, 128);
+    if (out.bits != 2 && out.bits != 3 && out.bits != 4 && out.bits != 8) {
+      q.at("bits").fail(fmt::format("GPTQ stores 2, 3, 4 or 8 bits, got {}", out.bits));
+    }
+    return out;
+  }
+  if (method == "awq") {
+    const std::string version = text_or(q.json(), "version", "gemm");
+    if (version != "gemm" && version != "GEMM") {
+      unmodelled = fmt::format("AutoAWQ's {} layout (vramcalc models GEMM)", version);
+      return Quant{};
+    }
+    out.kind = QuantKind::awq;
+    out.bits = bits_of(q, 4);
+    out.group = group_size(q, 128);
+    if (out.bits != 4)
+      q.at("bits").fail(fmt::format("AutoAWQ's GEMM format stores 4 bits, got {}", out.bits));
+    return out;
+  }
+  if (method == "modelopt") {
+    const nlohmann::json& j = q.json();
+    const nlohmann::json nested = member_or_null(j, "quantization");
+    const std::string algo =
+        nested.is_object() ? text_or(nested, "quant_algo", "") : text_or(j, "quant_algo", "");
+    if (algo == "NVFP4") return out.kind = QuantKind::nvfp4, out;
+    if (algo == "FP8") return out.kind = QuantKind::fp8, out;
+    unmodelled = fmt::format("ModelOpt's {} (vramcalc models NVFP4 and FP8)", algo.empty() ? "?" : algo);
+    return Quant{};
+  }
+  unmodelled = fmt::format(
+      "quant_method \"{}\" (modelled: gptq, awq, bitsandbytes, fp8, "
+      "compressed-tensors fp8, mxfp4, modelopt)",
+      method);
+  return Quant{};
+}
+
+}  // namespace
+
+void read_quantization_config(const JsonCursor& root, ModelSpec& m) {
+  const auto q = root.find("quantization_config");
+  if (!q) return;
+  if (!q->is_object()) q->fail("expected an object (transformers' quantization_config), got " + q->shown());
+  const std::string method = q->at("quant_method").string();
+  m.checkpoint_quant_origin = q->where();
+  std::string unmodelled;
+  Quant out = read_method(*q, method, unmodelled);
+  if (unmodelled.empty() && out.kind != QuantKind::mxfp4) {
+    unmodelled =
+        skipped_layers(*q, {"modules_to_not_convert", "llm_int8_skip_modules", "ignore", "ignored_layers"});
+  }
+  if (!unmodelled.empty()) {
+    m.checkpoint_quant_unmodelled = unmodelled;
+    return;
+  }
+  m.checkpoint_quant = out;
+}
+
+}  // namespace vramcalc::io

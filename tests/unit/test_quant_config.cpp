@@ -1,0 +1,107 @@
+// A checkpoint's own weight format: config.json's quantization_config read
+// into the model, planned when serving unless --quant says otherwise, and
+// dequantized for training.
+#include <fstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+std::string data(const std::string& rel) {
+  return std::string(VRAMCALC_TEST_DATA) + "/" + rel;
+}
+
+// Qwen2.5-0.5B's config with a quantization_config block.
+ModelSpec quantized(const std::string& block) {
+  std::ifstream in(data("configs/qwen2.5-0.5b.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.insert(text.find('{') + 1, "\"quantization_config\": " + block + ",");
+  return parse_model(text, "config.json", "q");
+}
+
+std::uint64_t weights(const ModelSpec& m, test::Settings s) {
+  return test::component(estimate(m, test::workload(m, s)), Component::weights);
+}
+
+}  // namespace
+
+TEST_CASE("quantization_config: each quantizer's block is the --quant format it stores", "[quant][config]") {
+  auto text = [](const std::string& block) { return quant_text(quantized(block).checkpoint_quant); };
+  CHECK(text(R"({"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": false})") == "gptq:4:128");
+  CHECK(quantized(R"({"quant_method": "gptq", "bits": 8, "group_size": -1})").checkpoint_quant.group == 0);
+  CHECK(
+      text(
+          R"({"quant_method": "awq", "bits": 4, "group_size": 64, "version": "gemm", "zero_point": true})") ==
+      "awq:4:64");
+  CHECK(text(R"({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "nf4",
+                 "bnb_4bit_use_double_quant": true})") == "bnb-nf4-dq");
+  CHECK(text(R"({"quant_method": "bitsandbytes", "load_in_8bit": true})") == "bnb-int8");
+  // FineGrainedFP8Config's 128 × 128 blocks, and AutoFP8's per-tensor scale.
+  CHECK(text(R"({"quant_method": "fp8", "weight_block_size": [128, 128]})") == "fp8-block");
+  CHECK(text(R"({"quant_method": "fp8", "activation_scheme": "static"})") == "fp8");
+  CHECK(text(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"],
+                 "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}}}, "ignore": ["lm_head"]})") ==
+        "fp8");
+  CHECK(text(R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})") == "nvfp4");
+  const ModelSpec m = quantized(R"({"quant_method": "mxfp4"})");
+  CHECK(m.checkpoint_quant.kind == QuantKind::mxfp4);
+  CHECK(m.checkpoint_quant_origin == "config.json: /quantization_config");
+}
+
+TEST_CASE("quantization_config: formats vramcalc does not model say what they are", "[quant][config]") {
+  auto unmodelled = [](const std::string& block) { return quantized(block).checkpoint_quant_unmodelled; };
+  CHECK_THAT(unmodelled(R"({"quant_method": "hqq"})"), Catch::Contains("\"hqq\""));
+  CHECK_THAT(unmodelled(R"({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"})"),
+             Catch::Contains("gemv"));
+  CHECK_THAT(unmodelled(R"({"quant_method": "fp8", "weight_block_size": [64, 64]})"),
+             Catch::Contains("[64,64]"));
+  CHECK_THAT(unmodelled(R"({"quant_method": "compressed-tensors", "config_groups": {"group_0":
+                 {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128}}}})"),
+             Catch::Contains("4-bit int"));
+  // Unsloth's dynamic 4-bit keeps some decoder modules in 16-bit.
+  CHECK_THAT(unmodelled(R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
+                 "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]})"),
+             Catch::Contains("model.layers.1.mlp"));
+  // A block without its method is an input error at its key.
+  CHECK_THROWS_WITH(quantized(R"({"bits": 4})"), Catch::Contains("/quantization_config"));
+}
+
+TEST_CASE("serving plans the checkpoint's format unless --quant says otherwise", "[quant][config]") {
+  // gpt-oss-20b's experts are MXFP4 in the checkpoint.
+  const ModelSpec oss = load_model(data("configs/gpt-oss-20b.json"));
+  const test::Settings vllm = {{"engine", "vllm"}, {"gpu", "h100-80gb"}};
+  const PlanRequest r = test::request(oss, vllm);
+  CHECK(r.workload.quant.kind == QuantKind::mxfp4);
+  CHECK(r.quant_source == oss.checkpoint_quant_origin);
+  CHECK(weights(oss, vllm) == weights(oss, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"quant", "mxfp4"}}));
+  CHECK(weights(oss, vllm) < weights(oss, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"quant", "none"}}));
+  // Qwen3-8B-FP8: 128 × 128 blocks.
+  const ModelSpec fp8 = load_model(data("configs/qwen3-8b-fp8.json"));
+  CHECK(test::workload(fp8, {}).quant.kind == QuantKind::fp8_block);
+  // A format not modelled needs --quant.
+  const ModelSpec hqq = quantized(R"({"quant_method": "hqq"})");
+  test::check_rejects(hqq, {}, "config.json: /quantization_config", "give --quant");
+  CHECK(test::workload(hqq, {{"quant", "none"}}).quant.kind == QuantKind::none);
+}
+
+TEST_CASE("training dequantizes a quantized checkpoint; QLoRA takes a 4-bit one as its base",
+          "[quant][config]") {
+  const ModelSpec fp8 = load_model(data("configs/qwen3-8b-fp8.json"));
+  const PlanRequest train = test::request(fp8, {{"mode", "train"}});
+  CHECK(train.workload.quant.kind == QuantKind::none);
+  CHECK(train.quant_source.empty());
+  // --quant none says the same.
+  CHECK(test::workload(fp8, {{"mode", "train"}, {"quant", "none"}}).quant.kind == QuantKind::none);
+  // QLoRA over an fp8 checkpoint is not a base vramcalc models.
+  test::check_rejects(fp8, {{"mode", "qlora"}}, fp8.checkpoint_quant_origin, "give --quant bnb-nf4-dq");
+  const ModelSpec bnb =
+      quantized(R"({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_quant_type": "fp4"})");
+  const PlanRequest q = test::request(bnb, {{"mode", "qlora"}});
+  CHECK(quant_text(q.workload.quant) == "bnb-fp4");
+  CHECK(q.quant_source == "config.json: /quantization_config");
+}
