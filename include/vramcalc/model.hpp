@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "vramcalc/quant.hpp"
 
@@ -138,5 +139,8 @@ struct ModelSpec {
 
 /// The Hugging Face spelling: "llama", "gemma2", ...
 [[nodiscard]] std::string_view name_of(ModelType t);
+
+/// Every model_type the reader takes, in its order (io/model_io.cpp).
+[[nodiscard]] std::vector<std::string> model_type_names();
 
 }  // namespace vramcalc

@@ -61,11 +61,16 @@ constexpr std::array k_model_types = {ModelType::llama,       ModelType::mistral
                                       ModelType::qwen3_moe,   ModelType::deepseek_v3, ModelType::gpt_oss,
                                       ModelType::megatron_gpt};
 
+}  // namespace
+
 std::vector<std::string> model_type_names() {
   std::vector<std::string> out;
   for (ModelType t : k_model_types) out.emplace_back(name_of(t));
   return out;
 }
+
+namespace {
+
 
 ModelType read_model_type(const JsonCursor& root) {
   const JsonCursor c = root.at("model_type");
@@ -74,6 +79,10 @@ ModelType read_model_type(const JsonCursor& root) {
     if (name_of(t) == text) return t;
   }
   const auto names = model_type_names();
+  if (io::is_other_architecture(text)) {
+    c.fail(fmt::format("model type \"{}\" is an architecture vramcalc does not model yet (supported: {})",
+                       text, io::join(names)));
+  }
   c.fail(fmt::format("unknown model type \"{}\"{} (supported: {})", text, io::did_you_mean(text, names),
                      io::join(names)));
 }

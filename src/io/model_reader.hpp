@@ -19,6 +19,10 @@ namespace vramcalc::io {
 /// weight format (quant_config.cpp).
 void read_quantization_config(const JsonCursor& root, ModelSpec& m);
 
+/// Whether transformers defines `model_type` as an architecture vramcalc
+/// does not read yet (model_types.cpp): no spelling suggestion for it.
+[[nodiscard]] bool is_other_architecture(std::string_view model_type);
+
 /// The bundled preset `name`, or nullopt.
 [[nodiscard]] std::optional<ModelSpec> find_preset(std::string_view name);
 

@@ -1,5 +1,10 @@
 // The input boundary: Hugging Face configs, presets, plan files, suggestions.
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "io/spell.hpp"
@@ -137,4 +142,48 @@ TEST_CASE("suggestions: typos, transpositions and abbreviations", "[model_io][sp
   CHECK(io::suggestions("Llama_3.1-8B", {"llama-3.1-8b"}) == std::vector<std::string>{"llama-3.1-8b"});
   CHECK(io::edit_distance("kitten", "sitting") == 3);
   CHECK(io::edit_distance("ab", "ba") == 1);
+}
+
+TEST_CASE("the README, input.schema.json and the reader name the same model types", "[model_io][docs]") {
+  const std::vector<std::string> reader = model_type_names();
+  // The schema's enum.
+  std::ifstream schema_file(std::string(VRAMCALC_SOURCE_DIR) + "/docs/schema/input.schema.json");
+  const nlohmann::json schema = nlohmann::json::parse(schema_file);
+  const auto enum_names =
+      schema["$defs"]["config"]["properties"]["model_type"]["enum"].get<std::vector<std::string>>();
+  CHECK(enum_names == reader);
+  // The README: the back-quoted types after "of model type", and Megatron's.
+  std::ifstream readme_file(std::string(VRAMCALC_SOURCE_DIR) + "/README.md");
+  const std::string readme((std::istreambuf_iterator<char>(readme_file)), std::istreambuf_iterator<char>());
+  const std::size_t from = readme.find("of model type");
+  REQUIRE(from != std::string::npos);
+  const std::size_t to = readme.find('(', from);
+  std::vector<std::string> listed;
+  for (std::size_t at = readme.find('`', from); at < to; at = readme.find('`', at + 1)) {
+    const std::size_t end = readme.find('`', at + 1);
+    listed.push_back(readme.substr(at + 1, end - at - 1));
+    at = end;
+  }
+  if (readme.find("\"model_type\": \"megatron_gpt\"") != std::string::npos)
+    listed.emplace_back("megatron_gpt");
+  CHECK(listed == reader);
+}
+
+TEST_CASE("an architecture vramcalc does not read gets no look-alike suggestion", "[model_io][errors]") {
+  auto message = [](const std::string& type) {
+    try {
+      (void)test::model(R"({"model_type": ")" + type + R"(", "hidden_size": 8})");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  // phi is not phi3 (+30% parameters if read as it), gemma3 is not gemma,
+  // gptj is not gpt2.
+  for (const char* other : {"phi", "gemma3", "gptj", "qwen2_moe"}) {
+    INFO(other);
+    CHECK_THAT(message(other), Catch::Contains("does not model yet") && !Catch::Contains("did you mean"));
+  }
+  // A misspelt supported type still gets its spelling.
+  CHECK_THAT(message("lama"), Catch::Contains("did you mean \"llama\""));
 }
