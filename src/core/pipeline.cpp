@@ -164,8 +164,16 @@ PipelineInFlight zbv_zero_bubble(std::uint64_t pp, std::uint64_t n, std::uint64_
 
 PipelineInFlight pipeline_in_flight(PipelineSchedule schedule, std::uint64_t pp, std::uint64_t chunks,
                                     std::uint64_t micro, std::uint64_t stage, const PassBytes& bytes) {
-  if (schedule == PipelineSchedule::zbv) return zbv_zero_bubble(pp, micro, stage, bytes);
-  if (schedule == PipelineSchedule::interleaved_zb) return interleaved_zero_bubble(pp, micro, stage, bytes);
+  // Past a few rounds the zero-bubble lists repeat the same states (ZBV's
+  // steady loop from 2·pp − 1 micro-batches on, interleaved-zb's period of
+  // 2·mpr actions), so the walk takes at most a few rounds of them and its
+  // time does not grow with M.
+  if (schedule == PipelineSchedule::zbv) return zbv_zero_bubble(pp, std::min(micro, 4 * pp), stage, bytes);
+  if (schedule == PipelineSchedule::interleaved_zb) {
+    const std::uint64_t rounds = std::max<std::uint64_t>(1, micro / pp);
+    const std::uint64_t mpr = micro / rounds;
+    return interleaved_zero_bubble(pp, std::min<std::uint64_t>(rounds, 3) * mpr, stage, bytes);
+  }
   PipelineInFlight r;
   if (schedule == PipelineSchedule::gpipe) {
     r.units = r.first_chunk = r.last_chunk = micro;
