@@ -70,6 +70,17 @@ std::string first_line(const fs::path& p) {
   return line;
 }
 
+// Whether a regular file begins with GGUF's magic (ggml/include/gguf.h,
+// GGUF_MAGIC "GGUF"): read four bytes, not the file.
+bool starts_with_gguf_magic(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return false;
+  std::ifstream in(p, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::string_view(magic, 4) == "GGUF";
+}
+
 // The cached config.json of Hub model `id`; what was tried when absent.
 ModelFile from_hub_cache(const std::string& id) {
   const fs::path cache = hub_cache();
@@ -105,6 +116,12 @@ std::optional<ModelFile> find_model_file(const std::string& arg) {
     fs::path name = p.lexically_normal();
     if (name.filename().empty()) name = name.parent_path();
     return ModelFile{config.string(), name.filename().string(), false};
+  }
+  if (starts_with_gguf_magic(p)) {
+    throw InputError(arg,
+                     "a GGUF file: vramcalc does not read GGUF headers yet; give the model's config.json "
+                     "(or its directory) with --engine llamacpp --quant gguf:TYPE, TYPE being the file's "
+                     "type (Q4_K_M, ...)");
   }
   if (fs::exists(p, ec) || (looks_like_path(arg) && !is_hub_id(arg))) {
     // A file named config.json is titled by its directory (a snapshot's is

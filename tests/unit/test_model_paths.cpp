@@ -103,3 +103,10 @@ TEST_CASE("a Hub id plans from the local Hub cache's snapshot of refs/main", "[m
     CHECK(load_model("Qwen/Qwen2.5-0.5B").name == "Qwen/Qwen2.5-0.5B");
   }
 }
+
+TEST_CASE("a GGUF file is named as one, without reading it whole", "[model_io][paths]") {
+  TempDir t;
+  const fs::path file = t.path / "model.gguf";
+  std::ofstream(file, std::ios::binary) << "GGUF\x03\x00\x00\x00";
+  CHECK_THROWS_WITH(load_model(file.string()), Catch::Contains("a GGUF file"));
+}
