@@ -19,6 +19,11 @@ namespace vramcalc::io {
 /// weight format (quant_config.cpp).
 void read_quantization_config(const JsonCursor& root, ModelSpec& m);
 
+/// What makes weight format `q` impossible for `model` (mxfp4 without
+/// experts, AWQ or NVFP4 groups that do not divide a projection, GGUF rules
+/// on fused projections); "" when it fits (quant_config.cpp).
+[[nodiscard]] std::string quant_model_problem(const ModelSpec& model, const Quant& q);
+
 /// Whether transformers defines `model_type` as an architecture vramcalc
 /// does not read yet (model_types.cpp): no spelling suggestion for it.
 [[nodiscard]] bool is_other_architecture(std::string_view model_type);

@@ -5,6 +5,9 @@
 // CompressedTensorsConfig), and the AutoFP8 and ModelOpt forms vLLM reads
 // (vllm model_executor/layers/quantization/fp8.py Fp8Config, modelopt.py).
 // What the format holds per tensor is docs/formulas.md, "Quantized weights".
+#include <string>
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "io/model_reader.hpp"
@@ -185,6 +188,45 @@ Quant read_method(const JsonCursor& q, const std::string& method, std::string& u
 
 }  // namespace
 
+std::string quant_model_problem(const ModelSpec& model, const Quant& q) {
+  const std::string name = quant_text(q);
+  if (q.kind == QuantKind::mxfp4 && model.experts == 0) {
+    return fmt::format(
+        "mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert weights only, and "
+        "{} has no experts",
+        model.name);
+  }
+  const bool llama_layout = model.type != ModelType::gpt2 && !model.fused_qkv;
+  if (q.kind == QuantKind::gguf && !llama_layout) {
+    return fmt::format(
+        "{}: GGUF type rules are modelled for Llama-style models with separate q, k, v and gate, "
+        "up projections; {} fuses them",
+        name, model.name);
+  }
+  if (q.kind == QuantKind::awq && q.group == 0) {
+    return "AutoAWQ's GEMM layout scales groups of input features: it needs a group size";
+  }
+  // Every quantized linear: K inputs, N outputs.
+  const std::uint64_t h = model.hidden_size;
+  const std::uint64_t I = model.intermediate_size;
+  const std::uint64_t q_out = model.num_attention_heads * model.head_dim;
+  const std::uint64_t kv_out = model.num_key_value_heads * model.head_dim;
+  for (const auto& [in_features, out_features] :
+       {std::pair{h, q_out}, std::pair{h, kv_out}, std::pair{q_out, h}, std::pair{h, I}, std::pair{I, h}}) {
+    if (q.kind == QuantKind::awq && (in_features % q.group != 0 || out_features % 8 != 0)) {
+      return fmt::format(
+          "{}: AutoAWQ's GEMM layout needs input features divisible by the group size and "
+          "outputs by 8; {} has a {} → {} projection",
+          name, model.name, in_features, out_features);
+    }
+    if (q.kind == QuantKind::nvfp4 && in_features % 16 != 0) {
+      return fmt::format("nvfp4 scales blocks of 16 inputs; {} has a projection with {} inputs", model.name,
+                         in_features);
+    }
+  }
+  return {};
+}
+
 void read_quantization_config(const JsonCursor& root, ModelSpec& m) {
   const auto q = root.find("quantization_config");
   if (!q) return;
@@ -201,6 +243,9 @@ void read_quantization_config(const JsonCursor& root, ModelSpec& m) {
     m.checkpoint_quant_unmodelled = unmodelled;
     return;
   }
+  // A block that contradicts the model's own shapes is not a checkpoint
+  // that could exist.
+  if (const std::string problem = quant_model_problem(m, out); !problem.empty()) q->fail(problem);
   m.checkpoint_quant = out;
 }
 

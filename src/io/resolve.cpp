@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "io/engines/engine_input.hpp"
+#include "io/model_reader.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc::io {
@@ -148,41 +149,12 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in, c
              "torchao-nf4 is the base of torchtune's QLoRA recipe (--framework torchtune --mode qlora); "
              "serving it is not modelled");
   }
-  if (q.kind == QuantKind::mxfp4 && model.experts == 0) {
-    conflict(origin, fmt::format("mxfp4 checkpoints (gpt-oss, llama.cpp MXFP4_MOE) quantize MoE expert "
-                                 "weights only, and {} has no experts",
-                                 model.name));
-  }
-  const bool llama_layout = model.type != ModelType::gpt2 && !model.fused_qkv;
-  if (q.kind == QuantKind::gguf && !llama_layout) {
-    conflict(origin,
-             fmt::format("{}: GGUF type rules are modelled for Llama-style models with separate q, k, v "
-                         "and gate, up projections; {} fuses them",
-                         name, model.name));
-  }
+  if (const std::string problem = quant_model_problem(model, q); !problem.empty()) conflict(origin, problem);
   if (q.kind != QuantKind::gguf && in.dtype && w.dtype != DType::bf16 && w.dtype != DType::fp16) {
     conflict(in.dtype->origin,
              fmt::format("{} keeps its unquantized tensors and scales in 16-bit: use --dtype "
                          "bf16 or fp16",
                          name));
-  }
-  // Every quantized linear: K inputs, N outputs.
-  const std::uint64_t h = model.hidden_size;
-  const std::uint64_t I = model.intermediate_size;
-  const std::uint64_t q_out = model.num_attention_heads * model.head_dim;
-  const std::uint64_t kv_out = model.num_key_value_heads * model.head_dim;
-  for (const auto& [in_features, out_features] :
-       {std::pair{h, q_out}, std::pair{h, kv_out}, std::pair{q_out, h}, std::pair{h, I}, std::pair{I, h}}) {
-    if (q.kind == QuantKind::awq && (in_features % q.group != 0 || out_features % 8 != 0)) {
-      conflict(origin,
-               fmt::format("{}: AutoAWQ's GEMM layout needs input features divisible by the group size "
-                           "and outputs by 8; {} has a {} → {} projection",
-                           name, model.name, in_features, out_features));
-    }
-    if (q.kind == QuantKind::nvfp4 && in_features % 16 != 0) {
-      conflict(origin, fmt::format("nvfp4 scales blocks of 16 inputs; {} has a projection with {} inputs",
-                                   model.name, in_features));
-    }
   }
   const bool gguf = q.kind == QuantKind::gguf;
   q.quantize_lm_head = in.quant_lm_head ? in.quant_lm_head->value : gguf;

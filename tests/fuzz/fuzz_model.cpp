@@ -6,7 +6,9 @@
 // must also resolve with every workload default and plan (OverflowError
 // aside), since the defaults are chosen for any valid model, except
 // mixture-of-experts and latent-attention models, whose parameters are
-// counted but whose plans the input boundary refuses for now.
+// counted but whose plans the input boundary refuses for now, and a
+// quantization_config vramcalc does not model, which is refused until
+// --quant says how to plan it (with --quant none it must plan).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -34,9 +36,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fuzz::finding("resolve", fuzz::describe(e));
     }
   }
+  WorkloadInput given;
+  if (!model->checkpoint_quant_unmodelled.empty()) {
+    try {
+      (void)resolve(*model, WorkloadInput{});
+      fuzz::finding("resolve", "planned a checkpoint format it does not model without --quant");
+    } catch (const InputError&) {
+      // refused with a message, as documented
+    } catch (const std::exception& e) {
+      fuzz::finding("resolve", fuzz::describe(e));
+    }
+    set_from_text(given, "quant", "none", "--quant");
+  }
   std::optional<PlanRequest> request;
   try {
-    request = resolve(*model, WorkloadInput{});
+    request = resolve(*model, given);
   } catch (const InputError& e) {
     fuzz::finding(
         "resolve",

@@ -48,9 +48,14 @@ TEST_CASE("quantization_config: each quantizer's block is the --quant format it 
                  "weights": {"num_bits": 8, "type": "float", "strategy": "tensor"}}}, "ignore": ["lm_head"]})") ==
         "fp8");
   CHECK(text(R"({"quant_method": "modelopt", "quant_algo": "NVFP4"})") == "nvfp4");
-  const ModelSpec m = quantized(R"({"quant_method": "mxfp4"})");
+  const ModelSpec m = load_model(data("configs/gpt-oss-20b.json"));
   CHECK(m.checkpoint_quant.kind == QuantKind::mxfp4);
-  CHECK(m.checkpoint_quant_origin == "config.json: /quantization_config");
+  CHECK(m.checkpoint_quant_origin == data("configs/gpt-oss-20b.json") + ": /quantization_config");
+  // A block the model's shapes contradict is not a checkpoint that could
+  // exist: MXFP4 without experts, AWQ without a group size.
+  CHECK_THROWS_WITH(quantized(R"({"quant_method": "mxfp4"})"), Catch::Contains("has no experts"));
+  CHECK_THROWS_WITH(quantized(R"({"quant_method": "awq", "bits": 4, "group_size": -1})"),
+                    Catch::Contains("needs a group size"));
 }
 
 TEST_CASE("quantization_config: formats vramcalc does not model say what they are", "[quant][config]") {
