@@ -71,7 +71,6 @@ std::vector<std::string> model_type_names() {
 
 namespace {
 
-
 ModelType read_model_type(const JsonCursor& root) {
   const JsonCursor c = root.at("model_type");
   const std::string text = c.string();
