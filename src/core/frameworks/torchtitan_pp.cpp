@@ -191,21 +191,24 @@ std::uint64_t zero_bubble_deferred(const ModelSpec& chunk, const Workload& w, st
 }
 
 // The rank's share of the pipeline: under 1f1b and gpipe the layers
-// generate_split_points gives its stage; interleaved, two stages of
-// L/(2·pp) layers (the input boundary takes only even splits). The first
-// stage keeps the token embedding, the last the final norm and the output
-// layer (pipeline_llama_manual_split sets the others to None).
+// generate_split_points gives its stage; with two stages per rank, two of
+// L/(2·pp) layers (the input boundary takes only even splits). The rank
+// whose chunk is stage 0 keeps the token embedding, and the one whose
+// chunk is the last stage the final norm and the output layer
+// (pipeline_llama_manual_split sets the others to None): under ZBV's
+// layout both are rank 0.
 void torchtitan_stage(ModelSpec& rank, const Workload& w) {
   const Parallel& p = w.parallel;
   if (p.pp == 1) return;
-  const std::uint64_t r = p.stage.value_or(0);
   const std::uint64_t stages = checked_mul(p.pp, p.virtual_stages);
-  const StageSpan span = generated_split(rank.num_layers, stages, r);
+  const StageSpan span = generated_split(rank.num_layers, stages, p.stage.value_or(0));
   rank.num_layers = checked_mul(span.layers, p.virtual_stages);
   rank.first_layer = span.first;
-  rank.holds_embedding = r == 0;
-  // Under ZBV rank 0 also holds the last stage.
-  rank.holds_head = p.schedule == PipelineSchedule::zbv ? r == 0 : r + 1 == p.pp;
+  rank.holds_embedding = rank.holds_head = false;
+  for (std::uint64_t c = 0; c < p.virtual_stages; ++c) {
+    rank.holds_embedding = rank.holds_embedding || stage_index(w, c) == 0;
+    rank.holds_head = rank.holds_head || stage_index(w, c) + 1 == stages;
+  }
 }
 
 bool stage_stays_gathered(const Workload& w) {
