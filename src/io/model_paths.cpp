@@ -47,7 +47,9 @@ fs::path hub_cache() {
   return fs::path(env("HOME")) / ".cache" / "huggingface" / "hub";
 }
 
-// "org/name": two non-empty parts of the characters Hub ids use.
+// "org/name": two non-empty parts of the characters Hub ids use
+// (huggingface_hub utils/_validators.py validate_repo_id: letters, digits,
+// '-', '_' and '.', not starting with '-' or '.').
 bool is_hub_id(std::string_view arg) {
   const std::size_t slash = arg.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == arg.size()) return false;

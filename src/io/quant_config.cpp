@@ -148,8 +148,10 @@ Quant read_method(const JsonCursor& q, const std::string& method, std::string& u
   if (method == "compressed-tensors") return compressed_tensors(q, unmodelled);
   if (method == "bitsandbytes") return bitsandbytes(q, unmodelled);
   if (method == "gptq") {
+    // GPTQConfig: bits has no default (every saved config carries it);
+    // group_size defaults to 128.
     out.kind = QuantKind::gptq;
-    out.bits = bits_of(q, 4);
+    out.bits = static_cast<std::uint32_t>(q.at("bits").positive_integer());
     out.group = group_size(q, 128);
     if (out.bits != 2 && out.bits != 3 && out.bits != 4 && out.bits != 8) {
       q.at("bits").fail(fmt::format("GPTQ stores 2, 3, 4 or 8 bits, got {}", out.bits));
@@ -162,6 +164,7 @@ Quant read_method(const JsonCursor& q, const std::string& method, std::string& u
       unmodelled = fmt::format("AutoAWQ's {} layout (vramcalc models GEMM)", version);
       return Quant{};
     }
+    // AwqConfig's defaults: bits 4, group_size 128.
     out.kind = QuantKind::awq;
     out.bits = bits_of(q, 4);
     out.group = group_size(q, 128);

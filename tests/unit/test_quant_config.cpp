@@ -72,8 +72,11 @@ TEST_CASE("quantization_config: formats vramcalc does not model say what they ar
   CHECK_THAT(unmodelled(R"({"quant_method": "bitsandbytes", "load_in_4bit": true,
                  "llm_int8_skip_modules": ["lm_head", "model.layers.1.mlp"]})"),
              Catch::Contains("model.layers.1.mlp"));
-  // A block without its method is an input error at its key.
+  // A block without its method, or GPTQ without its bits (GPTQConfig has
+  // no default for them), is an input error at its key.
   CHECK_THROWS_WITH(quantized(R"({"bits": 4})"), Catch::Contains("/quantization_config"));
+  CHECK_THROWS_WITH(quantized(R"({"quant_method": "gptq", "group_size": 128})"),
+                    Catch::Contains("/quantization_config") && Catch::Contains("bits"));
 }
 
 TEST_CASE("serving plans the checkpoint's format unless --quant says otherwise", "[quant][config]") {
