@@ -62,7 +62,9 @@ std::string skipped_layers(const JsonCursor& q, std::initializer_list<std::strin
   return {};
 }
 
-// The fp8 forms: one fp32 scale per tensor, or per 128 × 128 block.
+// The fp8 forms: one fp32 scale per tensor, or per 128 × 128 block
+// (FineGrainedFP8Config's default weight_block_size, DeepSeek-V3's; the one
+// block size QuantKind::fp8_block models).
 Quant fp8_from_blocks(const nlohmann::json& blocks, std::string& unmodelled) {
   Quant q;
   q.kind = QuantKind::fp8;
