@@ -212,6 +212,13 @@ struct PassBytes {
                                                   std::uint64_t chunks, std::uint64_t micro,
                                                   std::uint64_t stage, const PassBytes& bytes = {});
 
+/// The pipeline stage of model chunk `c` on pipeline rank `rank`: rank + c·pp
+/// (Megatron's chunks; torch's "loop" layout), except ZBV's second chunk,
+/// 2·pp − 1 − rank (torch's "v" layout, torchtitan@3996b634a58c
+/// pipeline_llama.py stage_ids_this_rank).
+[[nodiscard]] std::uint64_t pipeline_chunk_stage(PipelineSchedule schedule, std::uint64_t pp,
+                                                 std::uint64_t rank, std::uint64_t c);
+
 /// One rank's share of a model under tensor parallelism, as a model of its
 /// own: attention heads, the MLP's intermediate size and the vocabulary
 /// (padded to a multiple of `vocab_pad`) divided by tp; KV heads divided,

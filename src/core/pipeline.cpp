@@ -162,6 +162,12 @@ PipelineInFlight zbv_zero_bubble(std::uint64_t pp, std::uint64_t n, std::uint64_
 
 }  // namespace
 
+std::uint64_t pipeline_chunk_stage(PipelineSchedule schedule, std::uint64_t pp, std::uint64_t rank,
+                                   std::uint64_t c) {
+  if (schedule == PipelineSchedule::zbv && c == 1) return 2 * pp - 1 - rank;
+  return checked_add(rank, checked_mul(c, pp));
+}
+
 PipelineInFlight pipeline_in_flight(PipelineSchedule schedule, std::uint64_t pp, std::uint64_t chunks,
                                     std::uint64_t micro, std::uint64_t stage, const PassBytes& bytes) {
   // Past a few rounds the zero-bubble lists repeat the same states (ZBV's

@@ -508,7 +508,6 @@ void offload_activations(Builder& out, Train& t) {
   }
 }
 
-// The activation checkpointing policy in words.
 // Pipeline parallelism: the other micro-batch passes the stage keeps while
 // it runs one (pipeline_in_flight; a zero-bubble schedule's moments
 // weighed by what a pass through each chunk stores and defers), and their
@@ -541,6 +540,7 @@ PipelineInFlight pipeline_passes(Train& t) {
   return f;
 }
 
+// The activation checkpointing policy in words.
 std::string checkpoint_text(const Train& t) {
   const Checkpointing& c = t.w.checkpoint;
   switch (c.kind) {
@@ -593,8 +593,12 @@ const ModelSpec& current_chunk(const ModelSpec& stage, const Workload& w, ModelS
   if (p.pp == 1) return stage;
   storage = stage;  // a tensor-parallel shard: no name to copy
   storage.num_layers = stage.num_layers / p.virtual_stages;
+  // Chunks hold the same number of layers, so the chunk's first layer is
+  // the rank's plus the stages between them.
   const std::uint64_t chunk = stage.holds_head ? p.virtual_stages - 1 : 0;
-  offset = checked_add(stage.first_layer, checked_product(chunk, p.pp, storage.num_layers));
+  const std::uint64_t r = p.stage.value_or(0);
+  offset = checked_add(stage.first_layer,
+                       checked_mul(pipeline_chunk_stage(p.schedule, p.pp, r, chunk) - r, storage.num_layers));
   return storage;
 }
 

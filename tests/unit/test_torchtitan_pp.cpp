@@ -136,6 +136,10 @@ TEST_CASE("torchtitan: ZBV gives rank r stages r and 2·pp − 1 − r", "[torch
   CHECK(first.first_layer(1) == 12);
   CHECK(first.embedding);
   CHECK(first.head);  // the last stage is rank 0's second
+  // Its worst backward moment is in that chunk, whose layers are 12-15.
+  bool top_layer = false;
+  for (const Phase& ph : r.ranks[0].phases) top_layer = top_layer || ph.when == "backward, layer 15";
+  CHECK(top_layer);
   const PipelineStage& second = r.ranks[1].pipeline;
   CHECK(second.first_layer(0) == 4);
   CHECK(second.first_layer(1) == 8);

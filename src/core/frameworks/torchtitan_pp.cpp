@@ -58,13 +58,11 @@ constexpr std::string_view k_zero_bubble =
     "pytorch torch/distributed/pipelining/_backward.py stage_backward_input (retain_graph=True; a prehook "
     "keeps the output gradient of each parameter group's first node), stage_backward_weight";
 
-// The rank's chunk `c` is stage r + c·pp of pp·V (stage_ids_this_rank,
-// style "loop"); under ZBV its second chunk is stage 2·pp − 1 − r (style
-// "v", torchtitan@3996b634a58c pipeline_llama.py).
+// The stage of the rank's chunk `c` (pipeline_chunk_stage: stage_ids_this_rank's
+// "loop" layout, or "v" under ZBV).
 std::uint64_t stage_index(const Workload& w, std::uint64_t c) {
-  const std::uint64_t r = w.parallel.stage.value_or(0);
-  if (w.parallel.schedule == PipelineSchedule::zbv && c == 1) return 2 * w.parallel.pp - 1 - r;
-  return checked_add(r, checked_mul(c, w.parallel.pp));
+  const Parallel& p = w.parallel;
+  return pipeline_chunk_stage(p.schedule, p.pp, p.stage.value_or(0), c);
 }
 
 // The micro-batch passes of the rank's chunk `c` alive at the worst
