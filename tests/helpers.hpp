@@ -1,6 +1,8 @@
 // Test helpers: tiny models from JSON text, workloads from flag text.
 #pragma once
 
+#include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -13,6 +15,22 @@
 #include "vramcalc/io.hpp"
 
 namespace vramcalc::test {
+
+/// A fresh directory under the system's temp directory, removed at the end.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "vramcalc-test-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    path = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 /// A tiny Llama: V=10, h=8, L=2, a=2, k=1, d=4, I=12, untied.
 inline const char* const k_tiny_llama = R"({

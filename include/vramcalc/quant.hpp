@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace vramcalc {
 
@@ -93,6 +95,22 @@ struct GgufMixInfo {
 /// The types --quant gguf:TYPE accepts as --pure (no file type of that name).
 [[nodiscard]] std::span<const GgufType> gguf_pure_types();
 
+/// A GGUF file's own tensor types (read by io/gguf_reader.cpp): they take
+/// the place of a file type's rules, so the weights are the file's bytes.
+struct GgufFileTypes {
+  /// One parameter tensor of the model (ParamTensor::id) and the ggml type
+  /// of each of its instances: one per layer for a layer tensor, else one.
+  struct Tensor {
+    std::string id;
+    std::vector<GgufType> types;
+  };
+  std::string file_type;  ///< general.file_type's name ("Q4_K_M"), or "mixed"
+  std::vector<Tensor> tensors;
+
+  /// The entry of parameter tensor `id`, or nullptr.
+  [[nodiscard]] const Tensor* find(std::string_view id) const;
+};
+
 struct Quant {
   QuantKind kind = QuantKind::none;
   std::uint32_t bits = 0;     ///< gptq, awq: 2, 3, 4 or 8
@@ -102,6 +120,9 @@ struct Quant {
   GgufMix mix = GgufMix::pure;
   GgufType type = GgufType::F16;  ///< gguf with GgufMix::pure: the one type
   bool quantize_lm_head = false;  ///< quantise the untied output layer too (not the default)
+  /// gguf: the types a GGUF file gives each tensor, in place of `mix`'s
+  /// rules; null for --quant gguf:TYPE.
+  std::shared_ptr<const GgufFileTypes> file;
 
   bool operator==(const Quant&) const = default;
 };

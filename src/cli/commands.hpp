@@ -22,8 +22,9 @@ inline constexpr int k_exit_internal = 3;
 /// What a MODEL argument may be (plan, fit and advise).
 inline constexpr const char* k_model_help =
     "a bundled preset (see `vramcalc models`), a Hugging Face config.json or the model directory holding "
-    "it, a Hub id (org/name) whose config.json is in the local Hugging Face cache (no network), or a plan "
-    "file with \"model\" and \"workload\"";
+    "it, a Hub id (org/name) whose config.json is in the local Hugging Face cache (no network), a GGUF "
+    "file (planned with its own tensor types under llama.cpp), or a plan file with \"model\" and "
+    "\"workload\"";
 
 /// Workload flags shared by commands that take a model and a workload.
 struct WorkloadFlags {

@@ -20,7 +20,7 @@ int fail(const std::string& message, int code) {
 vramcalc::InputError missing_model(const std::string& command) {
   return vramcalc::InputError(command,
                               "missing MODEL (a preset name, a config.json or its directory, a Hub id in the "
-                              "local cache, or a plan file)");
+                              "local cache, a GGUF file, or a plan file)");
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"engine",
      "serving engine: hf (transformers generate, --cache dynamic or static) | llamacpp (llama.cpp with a "
      "GGUF file, "
-     "all layers on the GPU; needs --quant gguf:TYPE) | vllm (vLLM V1: a KV block pool from what "
+     "all layers on the GPU; the default for a GGUF file, and needs --quant gguf:TYPE for a config.json) | "
+     "vllm (vLLM V1: a KV block pool from what "
      "--gpu-memory-utilization leaves; needs --gpu or --gpu-mem; --seq is max_model_len) (default hf)"},
     {"gpu_memory_utilization",
      "vllm: share of the GPU's total memory the engine may use, in (0, 1] (default 0.9)"},

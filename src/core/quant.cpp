@@ -102,6 +102,13 @@ std::span<const GgufType> gguf_pure_types() {
   return k_pure;
 }
 
+const GgufFileTypes::Tensor* GgufFileTypes::find(std::string_view id) const {
+  for (const Tensor& t : tensors) {
+    if (t.id == id) return &t;
+  }
+  return nullptr;
+}
+
 std::string quant_text(const Quant& q) {
   switch (q.kind) {
     case QuantKind::none:
@@ -123,6 +130,7 @@ std::string quant_text(const Quant& q) {
     case QuantKind::mxfp4:
       return "mxfp4";
     case QuantKind::gguf:
+      if (q.file) return fmt::format("gguf:{} (the file's types)", q.file->file_type);
       return fmt::format("gguf:{}", q.mix == GgufMix::pure ? gguf_block(q.type).name : mix_info(q.mix).name);
     case QuantKind::torchao_nf4:
       return "torchao-nf4";
@@ -464,6 +472,15 @@ GgufType fitting_type(GgufType t, std::uint64_t row) {
   return row % gguf_block(next).elements == 0 ? next : GgufType::F16;
 }
 
+// A GGUF file's entry for tensor `t`. A tied output layer is the file's
+// token_embd (llama.cpp TENSOR_DUPLICATED).
+const GgufFileTypes::Tensor* file_tensor(const GgufFileTypes& f, const ParamTensor& t) {
+  if (const auto* own = f.find(t.id)) return own;
+  if (t.scope == ParamScope::lm_head || t.scope == ParamScope::embedding)
+    return f.find("embed_tokens.weight");
+  return nullptr;
+}
+
 // The layers [lo, hi) of a per-layer tensor, or the whole of another one.
 struct LayerRange {
   std::uint64_t lo;
@@ -486,10 +503,12 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, L
   }
   const Role role = role_of(t);
   const std::uint64_t row = t.cols;
+  const GgufFileTypes::Tensor* own = c.q.file ? file_tensor(*c.q.file, t) : nullptr;
   // Split the layers by their type: two runs at most per tensor kind.
   std::array<std::uint64_t, 16> counts{};
   for (std::uint64_t i = per_layer ? layers.lo : 0; i < (per_layer ? layers.hi : 1); ++i) {
-    const GgufType type = fitting_type(gguf_type(c, role, i), row);
+    const GgufType type =
+        own != nullptr && i < own->types.size() ? own->types[i] : fitting_type(gguf_type(c, role, i), row);
     counts[static_cast<std::size_t>(type)] += each;
   }
   for (std::size_t k = 0; k < counts.size(); ++k) {

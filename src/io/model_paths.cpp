@@ -119,12 +119,7 @@ std::optional<ModelFile> find_model_file(const std::string& arg) {
     if (name.filename().empty()) name = name.parent_path();
     return ModelFile{config.string(), name.filename().string(), false};
   }
-  if (starts_with_gguf_magic(p)) {
-    throw InputError(arg,
-                     "a GGUF file: vramcalc does not read GGUF headers yet; give the model's config.json "
-                     "(or its directory) with --engine llamacpp --quant gguf:TYPE, TYPE being the file's "
-                     "type (Q4_K_M, ...)");
-  }
+  if (starts_with_gguf_magic(p)) return ModelFile{arg, p.stem().string(), false, true};
   if (fs::exists(p, ec) || (looks_like_path(arg) && !is_hub_id(arg))) {
     // A file named config.json is titled by its directory (a snapshot's is
     // its commit, so the name in the config usually wins: model_title).

@@ -1,6 +1,7 @@
 // Private: reading a model config at a position inside a JSON document.
 #pragma once
 
+#include <istream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,7 +43,17 @@ struct ModelFile {
   std::string path;     ///< the file to read
   std::string title;    ///< the name without the config's own: the stem, directory or Hub id
   bool hub_id = false;  ///< found in the local Hugging Face Hub cache by its id
+  bool gguf = false;    ///< a GGUF file (read_gguf_model), not a JSON config
 };
+
+/// A GGUF file's model: its architecture from the metadata, and every
+/// tensor's type as the checkpoint's weight format (gguf_reader.cpp).
+/// `title` names it when the file has no general.name.
+[[nodiscard]] ModelSpec read_gguf_model(const std::string& path, const std::string& title);
+
+/// The same from `size` bytes of a stream; `path` names it in errors.
+[[nodiscard]] ModelSpec read_gguf_model(std::istream& in, std::uint64_t size, const std::string& path,
+                                        const std::string& title);
 
 /// A file, a model directory's config.json, or a Hub id ("org/name") in the
 /// local Hub cache; nullopt when `arg` is none of them (an unknown preset).

@@ -57,7 +57,9 @@ io::PlanText read_model_arg(const std::string& arg) {
   io::PlanText out;
   if (auto preset = io::find_preset(arg)) {
     out.model = std::move(*preset);
-  } else if (const auto file = io::find_model_file(arg)) {
+  } else if (const auto file = io::find_model_file(arg); file && file->gguf) {
+    out.model = io::read_gguf_model(file->path, file->title);
+  } else if (file) {
     out = io::read_plan_text(io::read_file(file->path), file->path, *file);
   } else {
     out.model = load_model(arg);  // raises the "unknown model" error with a suggestion

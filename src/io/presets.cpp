@@ -70,6 +70,7 @@ ModelSpec load_model(std::string_view name_or_path) {
   if (auto preset = io::find_preset(name_or_path)) return *preset;
   const std::string arg(name_or_path);
   if (const auto file = io::find_model_file(arg)) {
+    if (file->gguf) return io::read_gguf_model(file->path, file->title);
     const std::string text = io::read_file(file->path);
     const nlohmann::json doc = io::parse_json(text, file->path);
     const io::JsonCursor root(doc, file->path);

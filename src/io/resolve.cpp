@@ -193,7 +193,16 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   w.kv_dtype = in.kv_block ? w.dtype : pick(r, in.kv_dtype, w.dtype, "kv_dtype");
   w.quant = weight_format(model, r, in);
   if (w.quant.kind != QuantKind::none) check_quant(model, w, in, r.quant_source);
-  w.engine = pick(r, in.engine, Engine::hf, "engine");
+  // A GGUF file's own tensor types are llama.cpp's to serve; it is the
+  // default engine for one, and another engine needs --quant.
+  const bool gguf_file = w.quant.file != nullptr;
+  w.engine = pick(r, in.engine, gguf_file ? Engine::llamacpp : Engine::hf, "engine");
+  if (gguf_file && w.engine != Engine::llamacpp) {
+    conflict(in.engine->origin,
+             fmt::format("{} is a GGUF file, which vramcalc plans under llama.cpp (the default for it); for "
+                         "another engine give --quant with the weight format it serves",
+                         model.name));
+  }
   resolve_llamacpp(model, w, in);
   resolve_generate(r, in);
 }

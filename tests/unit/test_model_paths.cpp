@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "helpers.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/io.hpp"
 #include "vramcalc/parameters.hpp"
@@ -21,19 +22,7 @@ std::string data(const std::string& rel) {
   return std::string(VRAMCALC_TEST_DATA) + "/" + rel;
 }
 
-// A fresh directory under the system's temp directory, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "vramcalc-paths-XXXXXX").string();
-    REQUIRE(mkdtemp(pattern.data()) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using test::TempDir;
 
 void copy_config(const fs::path& to, const std::string& extra_key = "") {
   fs::create_directories(to.parent_path());
@@ -102,11 +91,4 @@ TEST_CASE("a Hub id plans from the local Hub cache's snapshot of refs/main", "[m
     const ScopedEnv home("HF_HOME", t.path.string());
     CHECK(load_model("Qwen/Qwen2.5-0.5B").name == "Qwen/Qwen2.5-0.5B");
   }
-}
-
-TEST_CASE("a GGUF file is named as one, without reading it whole", "[model_io][paths]") {
-  TempDir t;
-  const fs::path file = t.path / "model.gguf";
-  std::ofstream(file, std::ios::binary) << "GGUF\x03\x00\x00\x00";
-  CHECK_THROWS_WITH(load_model(file.string()), Catch::Contains("a GGUF file"));
 }
