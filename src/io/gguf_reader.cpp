@@ -203,6 +203,11 @@ Value read_value(Reader& r, ValueType t, const std::string& key, bool in_array =
     }
     r.skip(v.array_count * each, key);
   } else {
+    // Each string is at least its 8-byte length.
+    if (v.array_count > (r.size() - r.position()) / 8) {
+      r.fail(
+          fmt::format("metadata key {} holds {} strings, more than the file has bytes", key, v.array_count));
+    }
     for (std::uint64_t i = 0; i < v.array_count; ++i) (void)read_value(r, element, key, true);
   }
   return v;
