@@ -166,7 +166,7 @@ Value read_value(Reader& r, ValueType t, const std::string& key, bool in_array =
       float f = 0;
       const auto bits = static_cast<std::uint32_t>(raw);
       std::memcpy(&f, &bits, 4);
-      v.number = f;
+      v.number = static_cast<double>(f);
     } else if (t == ValueType::f64) {
       std::memcpy(&v.number, &raw, 8);
     } else if (!negative) {
