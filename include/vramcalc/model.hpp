@@ -50,9 +50,10 @@ enum class Activation : std::uint8_t {
   gelu,       ///< torch.nn.functional.gelu, exact erf form
 };
 
-struct ModelSpec {
-  std::string name;    ///< preset name, or the file name without ".json"
-  std::string source;  ///< the spec's "source" URL; empty when absent
+/// The architecture as plain values: everything of a ModelSpec but its
+/// names and the checkpoint's format, so that a rank's share (a tensor- or
+/// expert-parallel shard, a pipeline stage) is copied without allocating.
+struct ModelShape {
   ModelType type = ModelType::llama;
 
   std::uint64_t num_layers = 0;
@@ -111,17 +112,6 @@ struct ModelSpec {
   /// (num_nextn_predict_layers); counted apart from the main model.
   std::uint64_t mtp_layers = 0;
 
-  /// How the checkpoint stores its weights, from config.json's
-  /// quantization_config (kind none without one): serving plans it unless
-  /// --quant says otherwise (io/quant_config.cpp).
-  Quant checkpoint_quant{};
-  /// Where that was read ("config.json: /quantization_config"); empty
-  /// without a quantization_config.
-  std::string checkpoint_quant_origin;
-  /// A quantization_config vramcalc does not model: what it says (empty
-  /// when modelled or absent).
-  std::string checkpoint_quant_unmodelled;
-
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output
   /// layer). A whole model holds both.
@@ -133,6 +123,23 @@ struct ModelSpec {
   /// layer split over this many ranks, each holding experts / expert_ranks
   /// of them; the router still scores all of them.
   std::uint64_t expert_ranks = 1;
+
+  bool operator==(const ModelShape&) const = default;
+};
+
+struct ModelSpec : ModelShape {
+  std::string name;    ///< preset name, or the file name without ".json"
+  std::string source;  ///< the spec's "source" URL; empty when absent
+  /// How the checkpoint stores its weights, from config.json's
+  /// quantization_config (kind none without one): serving plans it unless
+  /// --quant says otherwise (io/quant_config.cpp).
+  Quant checkpoint_quant{};
+  /// Where that was read ("config.json: /quantization_config"); empty
+  /// without a quantization_config.
+  std::string checkpoint_quant_origin;
+  /// A quantization_config vramcalc does not model: what it says (empty
+  /// when modelled or absent).
+  std::string checkpoint_quant_unmodelled;
 
   bool operator==(const ModelSpec&) const = default;
 };

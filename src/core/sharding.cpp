@@ -31,55 +31,15 @@ ShardFactors shard_factors(const Workload& w) {
 // engine and Megatron's framework both cut (formulas.hpp).
 ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint64_t vocab_pad) {
   ModelSpec s;
-  s.type = m.type;
-  s.num_layers = m.num_layers;
-  s.hidden_size = m.hidden_size;
+  static_cast<ModelShape&>(s) = m;
   s.intermediate_size = m.intermediate_size / tp;
   s.num_attention_heads = m.num_attention_heads / tp;
   s.num_key_value_heads = std::max<std::uint64_t>(1, m.num_key_value_heads / tp);
-  s.head_dim = m.head_dim;
   s.vocab_size =
       tp == 1 && vocab_pad == 64 ? m.vocab_size : ceil_div(m.vocab_size, vocab_pad) * vocab_pad / tp;
-  s.max_position_embeddings = m.max_position_embeddings;
-  s.learned_positions = m.learned_positions;
-  s.norm = m.norm;
-  s.norms_per_layer = m.norms_per_layer;
-  s.qk_norm = m.qk_norm;
-  s.gated_mlp = m.gated_mlp;
-  s.activation = m.activation;
-  s.qkv_bias = m.qkv_bias;
-  s.o_bias = m.o_bias;
-  s.mlp_bias = m.mlp_bias;
-  s.fused_qkv = m.fused_qkv;
-  s.tie_word_embeddings = m.tie_word_embeddings;
-  s.rope_llama3 = m.rope_llama3;
-  s.sliding_window = m.sliding_window;
-  s.sliding_window_layers = m.sliding_window_layers;
-  s.attention_dropout = m.attention_dropout;
-  s.hidden_dropout = m.hidden_dropout;
-  s.embedding_dropout = m.embedding_dropout;
-  s.attn_logit_softcapping = m.attn_logit_softcapping;
-  s.final_logit_softcapping = m.final_logit_softcapping;
-  s.experts = m.experts;
-  s.experts_per_token = m.experts_per_token;
   s.expert_intermediate = m.expert_intermediate / tp;
   s.shared_expert_intermediate = m.shared_expert_intermediate / tp;
-  s.dense_layers = m.dense_layers;
-  s.router_bias = m.router_bias;
-  s.expert_bias = m.expert_bias;
-  s.router_score_bias = m.router_score_bias;
-  s.attention_sinks = m.attention_sinks;
-  s.q_lora_rank = m.q_lora_rank;
-  s.kv_lora_rank = m.kv_lora_rank;
-  s.qk_nope_head_dim = m.qk_nope_head_dim;
-  s.qk_rope_head_dim = m.qk_rope_head_dim;
-  s.v_head_dim = m.v_head_dim;
-  s.mtp_layers = m.mtp_layers;
   s.checkpoint_quant = m.checkpoint_quant;  // its origin and text are the input's, for messages
-  s.holds_embedding = m.holds_embedding;
-  s.holds_head = m.holds_head;
-  s.first_layer = m.first_layer;
-  s.expert_ranks = m.expert_ranks;
   return s;
 }
 
