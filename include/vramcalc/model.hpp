@@ -41,6 +41,25 @@ enum class NormKind : std::uint8_t {
   layer_norm,  ///< weight and bias: 2h parameters
 };
 
+/// Where a decoder layer's norms sit and how its attention and MLP join the
+/// residual stream.
+enum class BlockLayout : std::uint8_t {
+  pre_norm,  ///< x + attn(norm(x)), then x + mlp(norm(x)): 2 norms (Llama, GPT-2)
+  sandwich,  ///< pre_norm with a norm on each sublayer's output too: 4 norms (Gemma 2)
+};
+
+/// A normalisation of the queries and keys inside attention.
+enum class QkNorm : std::uint8_t {
+  none,
+  per_head,  ///< RMSNorm over head_dim, one weight of head_dim shared by the heads (Qwen3)
+};
+
+/// How a token's position reaches attention.
+enum class Positions : std::uint8_t {
+  rotary,   ///< rotary embedding of q and k
+  learned,  ///< a learned position-embedding table added to the input (GPT-2 wpe)
+};
+
 /// The activation function of the MLP, as transformers implements it. The
 /// choice changes which tensors autograd keeps.
 enum class Activation : std::uint8_t {
@@ -65,11 +84,15 @@ struct ModelShape {
   std::uint64_t vocab_size = 0;
   std::uint64_t max_position_embeddings = 0;
 
-  bool learned_positions = false;  ///< a position-embedding table (GPT-2 wpe)
+  Positions positions = Positions::rotary;
   NormKind norm = NormKind::rms_norm;
-  std::uint32_t norms_per_layer = 2;  ///< 4 for Gemma 2's sandwich norms
-  bool qk_norm = false;               ///< RMSNorm over head_dim on q and k (Qwen3)
-  bool gated_mlp = true;              ///< gate, up and down projections
+  BlockLayout block = BlockLayout::pre_norm;
+  QkNorm qk_norm = QkNorm::none;
+  bool gated_mlp = true;       ///< gate, up and down projections
+  bool fused_gate_up = false;  ///< gate and up as one projection (Phi-3); same parameter count
+  /// Dropout modules on the attention and MLP outputs and on the embedding
+  /// output (GPT-2, Phi-3); the other families drop only attention probabilities.
+  bool residual_dropout = false;
   Activation activation = Activation::silu;
   bool qkv_bias = false;   ///< bias on the q, k, v projections
   bool o_bias = false;     ///< bias on the output projection
@@ -143,6 +166,9 @@ struct ModelSpec : ModelShape {
 
   bool operator==(const ModelSpec&) const = default;
 };
+
+/// Norm layers in one decoder layer: 2, or 4 for a sandwich.
+[[nodiscard]] std::uint64_t norms_per_layer(const ModelShape& m);
 
 /// The Hugging Face spelling: "llama", "gemma2", ...
 [[nodiscard]] std::string_view name_of(ModelType t);

@@ -7,6 +7,16 @@
 
 namespace vramcalc {
 
+std::uint64_t norms_per_layer(const ModelShape& m) {
+  switch (m.block) {
+    case BlockLayout::pre_norm:
+      return 2;
+    case BlockLayout::sandwich:
+      return 4;
+  }
+  return 2;
+}
+
 std::uint64_t ParamTensor::elements() const {
   return core::mul_inline(rows, cols);
 }
@@ -97,7 +107,7 @@ void add_attention(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std
   }
   t.push_back(matrix("self_attn.o_proj.weight", scope, h, q_out, count));
   if (m.o_bias) t.push_back(vector("self_attn.o_proj.bias", scope, h, count));
-  if (m.qk_norm) {
+  if (m.qk_norm == QkNorm::per_head) {
     t.push_back(vector("self_attn.q_norm.weight", scope, m.head_dim, count));
     t.push_back(vector("self_attn.k_norm.weight", scope, m.head_dim, count));
   }
@@ -113,7 +123,7 @@ void add_dense_mlp(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std
     p.kind = kind;
     return p;
   };
-  if (m.type == ModelType::phi3) {
+  if (m.fused_gate_up) {
     t.push_back(tagged(matrix("mlp.gate_up_proj.weight", scope, checked_mul(2, I), h, count)));
   } else {
     t.push_back(tagged(matrix("mlp.gate_proj.weight", scope, I, h, count)));
@@ -187,7 +197,7 @@ void add_megatron_gpt(const ModelSpec& m, ParamTensorList& t) {
   const auto layer = ParamScope::layer;
   const bool ln = m.norm == NormKind::layer_norm;
   t.push_back(matrix("embedding.word_embeddings.weight", ParamScope::embedding, m.vocab_size, h, 1));
-  if (m.learned_positions) {
+  if (m.positions == Positions::learned) {
     t.push_back(matrix("embedding.position_embeddings.weight", ParamScope::position_embedding,
                        m.max_position_embeddings, h, 1));
   }
@@ -197,7 +207,7 @@ void add_megatron_gpt(const ModelSpec& m, ParamTensorList& t) {
   if (ln) t.push_back(vector("self_attention.linear_qkv.layer_norm_bias", layer, h, L));
   t.push_back(matrix("self_attention.linear_qkv.weight", layer, qkv, h, L));
   if (m.qkv_bias) t.push_back(vector("self_attention.linear_qkv.bias", layer, qkv, L));
-  if (m.qk_norm) {
+  if (m.qk_norm == QkNorm::per_head) {
     t.push_back(vector("self_attention.q_layernorm.weight", layer, m.head_dim, L));
     t.push_back(vector("self_attention.k_layernorm.weight", layer, m.head_dim, L));
   }
@@ -228,7 +238,7 @@ void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
     if (m.dense_layers > 0) add_dense_mlp(m, t, layer, m.dense_layers, LayerKind::dense);
     add_moe(m, t, layer, L - m.dense_layers);
   }
-  t.push_back(vector("layernorms.weight", layer, h, checked_mul(L, m.norms_per_layer)));
+  t.push_back(vector("layernorms.weight", layer, h, checked_mul(L, norms_per_layer(m))));
   t.push_back(vector("norm.weight", ParamScope::final_norm, h, 1));
 }
 
@@ -288,7 +298,7 @@ ParamTensorList mtp_parameter_tensor_list(const ModelSpec& m) {
   t.push_back(matrix("mtp.eh_proj.weight", scope, h, checked_mul(2, h), n));
   add_attention(m, t, scope, n);
   add_moe(m, t, scope, n);
-  t.push_back(vector("mtp.layernorms.weight", scope, h, checked_mul(n, m.norms_per_layer)));
+  t.push_back(vector("mtp.layernorms.weight", scope, h, checked_mul(n, norms_per_layer(m))));
   t.push_back(vector("mtp.shared_head.norm.weight", scope, h, n));
   t.push_back(matrix("mtp.shared_head.head.weight", scope, m.vocab_size, h, n));
   return t;

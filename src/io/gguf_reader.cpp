@@ -593,13 +593,13 @@ ModelSpec GgufModel::read(const std::string& title) {
   m.name = name != nullptr && name->type == ValueType::string && !name->text.empty() ? name->text : title;
   read_dimensions(m);
   const bool gemma = m.type == ModelType::gemma || m.type == ModelType::gemma2;
-  m.norms_per_layer = m.type == ModelType::gemma2 ? 4 : 2;
+  m.block = m.type == ModelType::gemma2 ? BlockLayout::sandwich : BlockLayout::pre_norm;
   m.activation = gemma ? Activation::gelu_tanh : Activation::silu;
   // What the tensor table holds decides the optional parts.
   m.qkv_bias = tensor("blk.0.attn_q.bias") != nullptr;
   m.o_bias = tensor("blk.0.attn_output.bias") != nullptr;
   m.mlp_bias = tensor("blk.0.ffn_gate.bias") != nullptr;
-  m.qk_norm = tensor("blk.0.attn_q_norm.weight") != nullptr;
+  m.qk_norm = tensor("blk.0.attn_q_norm.weight") != nullptr ? QkNorm::per_head : QkNorm::none;
   m.tie_word_embeddings = tensor("output.weight") == nullptr;
   m.rope_llama3 = tensor("rope_freqs.weight") != nullptr;
   try {

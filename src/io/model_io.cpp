@@ -209,9 +209,9 @@ void read_gpt2(const JsonCursor& root, ModelSpec& m) {
   } else {
     m.intermediate_size = checked_mul(m.hidden_size, 4);
   }
-  m.learned_positions = true;
+  m.positions = Positions::learned;
   m.norm = NormKind::layer_norm;
-  m.norms_per_layer = 2;
+  m.residual_dropout = true;
   m.gated_mlp = false;
   m.activation = Activation::gelu_new;
   if (auto act = root.find("activation_function")) m.activation = read_activation(*act);
@@ -314,7 +314,7 @@ void read_megatron_gpt(const JsonCursor& root, ModelSpec& m) {
                           io::did_you_mean(positions, kinds), io::join(kinds)));
     }
   }
-  m.learned_positions = positions == "learned_absolute";
+  m.positions = positions == "learned_absolute" ? Positions::learned : Positions::rotary;
   m.norm = NormKind::layer_norm;
   if (auto c = root.find("normalization")) {
     const std::string n = c->string();
@@ -326,8 +326,7 @@ void read_megatron_gpt(const JsonCursor& root, ModelSpec& m) {
                           io::did_you_mean(n, kinds)));
     }
   }
-  m.norms_per_layer = 2;
-  m.qk_norm = optional_bool(root, "qk_layernorm", false);
+  m.qk_norm = optional_bool(root, "qk_layernorm", false) ? QkNorm::per_head : QkNorm::none;
   const bool bias = optional_bool(root, "add_bias_linear", true);
   m.qkv_bias = bias || optional_bool(root, "add_qkv_bias", false);
   m.o_bias = m.mlp_bias = bias;
@@ -427,10 +426,10 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   if (auto c = root.find("max_position_embeddings")) m.max_position_embeddings = c->positive_integer();
 
   m.norm = NormKind::rms_norm;
-  m.norms_per_layer = m.type == ModelType::gemma2 ? 4 : 2;
-  m.qk_norm = m.type == ModelType::qwen3 || m.type == ModelType::qwen3_moe;
+  m.block = m.type == ModelType::gemma2 ? BlockLayout::sandwich : BlockLayout::pre_norm;
+  m.qk_norm = m.type == ModelType::qwen3 || m.type == ModelType::qwen3_moe ? QkNorm::per_head : QkNorm::none;
   m.gated_mlp = true;
-  m.fused_qkv = m.type == ModelType::phi3;
+  m.fused_qkv = m.fused_gate_up = m.residual_dropout = m.type == ModelType::phi3;
 
   // Activation: Gemma's hidden_activation when present, else hidden_act
   // (GemmaMLP reads ACT2FN[hidden_act] since transformers 4.55; Gemma's

@@ -129,7 +129,7 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   Workload& w = r.workload;
   w.batch = pick(r, in.batch, std::uint64_t{1}, "batch");
   w.seq = pick(r, in.seq, std::min<std::uint64_t>(4096, model.max_position_embeddings), "seq");
-  if (model.learned_positions && w.seq > model.max_position_embeddings) {
+  if (model.positions == Positions::learned && w.seq > model.max_position_embeddings) {
     conflict(in.seq->origin, fmt::format("{} exceeds the {} positions of {}'s learned position embeddings",
                                          w.seq, model.max_position_embeddings, model.name));
   }

@@ -41,7 +41,7 @@ TEST_CASE("every preset under a grid of workloads gives a consistent budget", "[
         set_from_text(in, key, value, "--" + key);
         label += " " + key + "=" + value;
       }
-      if (m.learned_positions) set_from_text(in, "seq", "1024", "--seq");
+      if (m.positions == Positions::learned) set_from_text(in, "seq", "1024", "--seq");
       const Budget b = estimate(m, resolve(m, in).workload);
       INFO(label);
       CHECK(check_consistency(b).empty());

@@ -45,7 +45,7 @@ TEST_CASE("fit: the answer fits and the next value does not, across presets and 
   for (const PresetInfo& p : presets()) {
     const ModelSpec m = load_model(p.name);
     if (!test::plannable(m)) continue;
-    const std::string seq = m.learned_positions ? "512" : "2048";
+    const std::string seq = m.positions == Positions::learned ? "512" : "2048";
     const Workload train = test::workload(m, {{"mode", "train"}, {"seq", seq}, {"precision", "pure"}});
     const Workload serve = test::workload(m, {{"seq", seq}});
     const Workload sharded =

@@ -43,9 +43,9 @@ TEST_CASE("config details: explicit head_dim, q/k norms, aliases, sliding window
   const ModelSpec gemma2 = load_model("gemma-2-9b");
   CHECK(gemma2.head_dim == 256);
   CHECK(gemma2.hidden_size / gemma2.num_attention_heads == 224);
-  CHECK(gemma2.norms_per_layer == 4);
+  CHECK(norms_per_layer(gemma2) == 4);
   CHECK(gemma2.final_logit_softcapping == 30.0);
-  CHECK(load_model("qwen3-8b").qk_norm);
+  CHECK(load_model("qwen3-8b").qk_norm == QkNorm::per_head);
   CHECK(load_model("phi-3-mini-4k").fused_qkv);
   CHECK(load_model("mistral-7b-v0.1").sliding_window_layers == 32);
   // GPT2Config's attribute_map names are accepted as well.

@@ -184,14 +184,14 @@ TEST_CASE("megatron_gpt: Megatron-LM's arguments, counted by hand", "[parameters
           "vocab_size": 100, "max_position_embeddings": 32})");
   CHECK(d.intermediate_size == 256);
   CHECK(d.tie_word_embeddings);
-  CHECK(d.learned_positions);
+  CHECK(d.positions == Positions::learned);
   CHECK(d.norm == NormKind::layer_norm);
   const ModelSpec s = test::model(
       R"({"model_type": "megatron_gpt", "num_layers": 2, "hidden_size": 100, "num_attention_heads": 4,
           "vocab_size": 100, "max_position_embeddings": 32, "swiglu": true, "normalization": "RMSNorm",
           "position_embedding_type": "rope", "add_bias_linear": false})");
   CHECK(s.intermediate_size == 256);  // ⌊266.7/64⌋·64
-  CHECK_FALSE(s.learned_positions);
+  CHECK(s.positions == Positions::rotary);
   CHECK(count_parameters(s).total ==
         2 * ((300 * 100) + (100 * 100) + (512 * 100) + (100 * 256) + 2 * 100) + 100 * 100 + 100);
 }

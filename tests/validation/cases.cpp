@@ -175,7 +175,7 @@ void add_train_case(Evaluation& out, const json& c, const std::string& id) {
   for (const json& e : meas["saved"]) scope[e["scope"].get<std::string>()] += cuda_bytes(e);
   const core::ActivationProfile p = core::hf_profile(m, w);
   std::uint64_t embedding_level = scope["embedding"] + scope["shared"];
-  if (w.checkpoint.kind == CheckpointKind::full && !m.learned_positions) {
+  if (w.checkpoint.kind == CheckpointKind::full && m.positions != Positions::learned) {
     // R5: every layer checkpointed, so no op saves the rotary tables the
     // checkpoints' closures keep alive.
     embedding_level += 2 * w.seq * m.head_dim * bits_of(core::dtypes_of(w).residual) / 8;

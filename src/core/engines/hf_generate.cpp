@@ -46,12 +46,12 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   add(mlp, ".residual", "residual stream", Th, c, "b·t·h");
   add(mlp, ".mlp_input", "normalised MLP input", Th, c, "b·t·h");
   if (m.gated_mlp) {
-    const std::uint64_t factor = m.type == ModelType::phi3 ? 4 : 3;
+    const std::uint64_t factor = m.fused_gate_up ? 4 : 3;
     mlp.add(checked_mul(factor, TI), c, [&] {
-      return EntryText{cat(phase, ".mlp_intermediates"),
-                       m.type == ModelType::phi3 ? "gate_up output, act(gate) and the product"
-                                                 : "act(gate), up and their product",
-                       fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
+      return EntryText{
+          cat(phase, ".mlp_intermediates"),
+          m.fused_gate_up ? "gate_up output, act(gate) and the product" : "act(gate), up and their product",
+          fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
     });
   } else {
     add(mlp, ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI), c, "4·b·t·I");

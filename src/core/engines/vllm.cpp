@@ -246,7 +246,7 @@ const ModelSpec& vllm_rank(const ModelSpec& model, const Workload& w, ModelSpec&
 // Buffers vLLM allocates with the model, so part of its "Model loading
 // took" figure and of what the KV pool cannot use.
 void vllm_weights(Branch& weights, const ModelSpec& full, const ModelSpec& m, const Workload& w, Detail d) {
-  if (!m.learned_positions) {
+  if (m.positions == Positions::rotary) {
     weights.leaf(vllm_rotary_cache_bytes(m, w), 1, [&] {
       return LeafText{"rotary_cache", "rotary cos/sin cache (a buffer vLLM builds with the model)",
                       fmt::format("positions·d × {} B ({})", bits_of(w.dtype) / 8, name_of(w.dtype)),

@@ -246,10 +246,10 @@ void gated_mlp(Inventory& inv, const HfContext& c) {
   const std::uint64_t n = checked_mul(x.T, x.I);
   const char* act = c.m.activation == Activation::silu ? "SiLU" : "GELU";
   const auto src = [&] {
-    return cat(c.m.type == ModelType::phi3 ? "transformers Phi3MLP.forward" : "transformers LlamaMLP.forward",
+    return cat(c.m.fused_gate_up ? "transformers Phi3MLP.forward" : "transformers LlamaMLP.forward",
                "; derivatives.yaml (silu/gelu, mul, mm)");
   };
-  if (c.m.type == ModelType::phi3) {
+  if (c.m.fused_gate_up) {
     // gate_up_proj's output is chunked; the activation keeps the gate view,
     // which keeps the whole 2I-wide output alive.
     inv.add(checked_mul(2, n), cd, [&] {
@@ -297,14 +297,8 @@ void gpt2_mlp(Inventory& inv, const HfContext& c) {
   add(inv, "mlp.act", "activation output, kept by c_proj", n, cd, "b·s·I", src);
 }
 
-// Only GPT-2 and Phi-3 have residual and embedding dropout modules; the
-// other families' only dropout is on the attention probabilities.
-bool has_residual_dropout(const ModelSpec& m) {
-  return m.type == ModelType::gpt2 || m.type == ModelType::phi3;
-}
-
 void hidden_dropout_mask(Inventory& inv, std::string_view id, const HfContext& c) {
-  if (c.w.dropout.hidden <= 0 || !has_residual_dropout(c.m)) return;
+  if (c.w.dropout.hidden <= 0 || !c.m.residual_dropout) return;
   add(inv, id, "residual dropout mask (bool)", checked_mul(c.x.T, c.x.h), DType::boolean, "b·s·h",
       "transformers GPT2Block / Phi3DecoderLayer resid dropout; derivatives.yaml native_dropout");
 }
@@ -443,7 +437,7 @@ Inventory hf_layer(const HfContext& c) {
   block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r, c.input_grad);
   linear_inputs(inv, gpt2 ? "attn.c_attn.input" : "attn.qkv_input", "attention input",
                 c.t.autocast ? (c.m.fused_qkv ? 1 : 3) : 1, c, layer_module);
-  if (c.m.qk_norm) {
+  if (c.m.qk_norm == QkNorm::per_head) {
     const DType qd = c.t.compute;
     llama_rmsnorm(inv, "attn.q_norm", "q norm", checked_mul(c.x.T, c.x.a), c.x.d, qd, "b·s·a", "d", c.frozen);
     llama_rmsnorm(inv, "attn.k_norm", "k norm", checked_mul(c.x.T, c.x.k), c.x.d, qd, "b·s·k", "d", c.frozen);
@@ -454,7 +448,7 @@ Inventory hf_layer(const HfContext& c) {
   block_norm(inv, gpt2 ? "ln_2" : (gemma2 ? "pre_feedforward_layernorm" : "post_attention_layernorm"),
              "MLP input norm", c, r);
   linear_inputs(inv, gpt2 ? "mlp.c_fc.input" : "mlp.input", "MLP input",
-                c.t.autocast ? (c.m.type == ModelType::phi3 || gpt2 ? 1 : 2) : 1, c, layer_module);
+                c.t.autocast ? (c.m.fused_gate_up || gpt2 ? 1 : 2) : 1, c, layer_module);
   if (gpt2) {
     gpt2_mlp(inv, c);
   } else {
@@ -475,7 +469,7 @@ Inventory hf_model_level(const HfContext& c) {
     add(inv, "embed_tokens.input_ids", "token ids, kept by the embedding backward", x.T, DType::int64, "b·s",
         "derivatives.yaml embedding (indices)");
   }
-  if (c.m.learned_positions) {
+  if (c.m.positions == Positions::learned) {
     add(inv, "wpe.position_ids", "position ids, kept by the position embedding", x.s, DType::int64, "s",
         "transformers GPT2Model.forward; derivatives.yaml embedding");
   } else {
@@ -485,7 +479,7 @@ Inventory hf_model_level(const HfContext& c) {
         checked_product(2, x.s, x.d), c.t.residual, "2·s·d",
         "transformers LlamaRotaryEmbedding.forward, apply_rotary_pos_emb; derivatives.yaml mul");
   }
-  if (c.w.dropout.embedding > 0 && has_residual_dropout(c.m)) {
+  if (c.w.dropout.embedding > 0 && c.m.residual_dropout) {
     add(inv, "embedding.dropout_mask", "embedding dropout mask (bool)", checked_mul(x.T, x.h), DType::boolean,
         "b·s·h", "transformers GPT2Model.forward (drop); derivatives.yaml native_dropout");
   }

@@ -25,7 +25,7 @@ void resolve_draft(Workload& w, const Given<std::string>& given) {
   } catch (const InputError& e) {
     throw InputError(given.origin, e.where().empty() ? std::string(e.what()) : e.what());
   }
-  if (draft.learned_positions && w.seq > draft.max_position_embeddings) {
+  if (draft.positions == Positions::learned && w.seq > draft.max_position_embeddings) {
     conflict(given.origin, fmt::format("the draft {} has {} positions, fewer than --seq {}", draft.name,
                                        draft.max_position_embeddings, w.seq));
   }
