@@ -48,6 +48,21 @@ inline bool plannable(const ModelSpec& m) {
   return m.experts == 0 && m.kv_lora_rank == 0;
 }
 
+/// Whether the input boundary takes `settings` for `m`: a framework's module
+/// may not model the model's layout (Megatron-Core and Gemma 2's sandwich
+/// norms), which the grids of every preset skip.
+template <class Pairs>
+bool resolves(const ModelSpec& m, const Pairs& settings) {
+  WorkloadInput in;
+  for (const auto& [key, value] : settings) set_from_text(in, key, value, "--" + key);
+  try {
+    (void)resolve(m, in);
+  } catch (const InputError&) {
+    return false;
+  }
+  return true;
+}
+
 inline ModelSpec model(const std::string& json, const std::string& name = "tiny") {
   return parse_model(json, name + ".json", name);
 }

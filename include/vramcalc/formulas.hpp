@@ -140,12 +140,18 @@ inline constexpr std::uint64_t k_deepspeed_param_swap_elements = 5ULL * 100'000'
 /// sequence).
 [[nodiscard]] std::uint64_t llamacpp_kv_cells(const Workload& w);
 
-/// llama.cpp's cache by kind of layer: Gemma 2's sliding-window layers (the
-/// even ones, hparams set_swa_pattern(2)) get their own cache of
+/// Whether llama.cpp gives the model's sliding-window layers their own
+/// cache: the architectures with a sliding pattern (hparams
+/// set_swa_pattern: Gemma 2's even layers, Gemma 3's 5 in 6, Cohere 2's and
+/// EXAONE 4's 3 in 4); it runs Mistral's and Qwen2's windows as full attention.
+[[nodiscard]] bool llamacpp_slides(const ModelShape& m);
+
+/// llama.cpp's cache by kind of layer: where llamacpp_slides, the
+/// sliding-window layers get their own cache of
 /// min(cells, ⌈(window + n_ubatch)/256⌉·256) cells per sequence
-/// (llama-kv-cache-iswa.cpp, one stream per sequence); other architectures'
-/// windows are ignored by their GGUF and every layer is full. Layer counts
-/// are split by where --gpu-layers puts them (src/core/engines/llamacpp.cpp).
+/// (llama-kv-cache-iswa.cpp, one stream per sequence); otherwise every
+/// layer is full. Layer counts are split by where --gpu-layers puts them
+/// (src/core/engines/llamacpp.cpp).
 struct LlamaCppKv {
   std::uint64_t cells = 0;      ///< per sequence, full layers
   std::uint64_t swa_cells = 0;  ///< per sequence, sliding-window layers

@@ -29,16 +29,46 @@ enum class ModelType : std::uint8_t {
   qwen3_moe,    ///< Qwen3-MoE: Qwen3 attention, experts in every sparse layer
   deepseek_v3,  ///< DeepSeek-V3: multi-head latent attention, dense first layers, shared experts
   gpt_oss,      ///< gpt-oss: biased attention with sinks, biased router and experts
+  gemma3_text,  ///< Gemma 3: Gemma 2's sandwich norms, q/k norms, 5 sliding layers in 6
+  olmo2,        ///< OLMo 2: norms after attention and MLP, q/k norms over all heads
+  smollm3,      ///< SmolLM3: Llama layout, no rotary in every 4th layer
+  exaone4,      ///< EXAONE 4: OLMo 2's post-norms, per-head q/k norms, 3 sliding layers in 4
+  cohere,       ///< Command R: one bias-free LayerNorm feeding attention and MLP in parallel
+  cohere2,      ///< Command R7B / A: cohere's block, 3 sliding layers in 4
+  granite,      ///< Granite 3: Llama layout with scaling multipliers
+  stablelm,     ///< StableLM: LayerNorm, partial rotary, optional parallel block
+  starcoder2,   ///< StarCoder 2: LayerNorm, biases, a plain GELU MLP
+  gpt_bigcode,  ///< StarCoder 1, SantaCoder: GPT-2 layout with multi-query attention
+  gpt_neox,     ///< GPT-NeoX, Pythia: fused qkv, two LayerNorms in parallel, partial rotary
+  gptj,         ///< GPT-J: one LayerNorm in parallel, partial rotary, biased output layer
+  phi,          ///< Phi-1, 1.5, 2: one LayerNorm in parallel, partial rotary, biased output layer
+  falcon,       ///< Falcon: fused qkv with multi-query or grouped heads, parallel blocks
+  bloom,        ///< BLOOM: ALiBi, an embedding LayerNorm, fused qkv, eager attention only
+  glm,          ///< GLM-4 (transformers port): fused gate_up, q/k/v biases, half-width rotary
+  glm4,         ///< GLM-4-0414: glm with sandwich norms
+  minicpm,      ///< MiniCPM (remote code): Llama layout with scaling
+  internlm,     ///< InternLM (remote code): Llama layout with q/k/v/o biases
+  internlm2,    ///< InternLM2, 2.5 (remote code): fused wqkv, Llama layout
+  internlm3,    ///< InternLM3 (remote code): Llama layout
+  qwen,         ///< Qwen (v1, remote code): fused biased c_attn, MLP of half intermediate_size
+  baichuan,     ///< Baichuan, Baichuan 2 (remote code): fused W_pack; ALiBi at 13B
+  chatglm,      ///< ChatGLM2/3, GLM-4-9B-chat (remote code): fused qkv and gate_up
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
   megatron_gpt,
 };
 
-/// Normalisation layer kind.
+/// Normalisation layer kind, as the family's transformers module computes
+/// it: the parameters it has, and so the tensors autograd keeps.
 enum class NormKind : std::uint8_t {
-  rms_norm,    ///< weight only: h parameters
-  layer_norm,  ///< weight and bias: 2h parameters
+  rms_norm,  ///< LlamaRMSNorm: weight h; normalises in fp32, casts back, then multiplies
+  /// Olmo2RMSNorm: weight h; multiplies by the weight in fp32, then casts back
+  rms_norm_fp32_weight,
+  /// GemmaRMSNorm: weight h; the whole norm in fp32, times (1 + weight)
+  rms_norm_one_plus,
+  layer_norm,          ///< nn.LayerNorm: weight and bias, 2h parameters
+  layer_norm_no_bias,  ///< CohereLayerNorm: weight only, written out in fp32
 };
 
 /// Where a decoder layer's norms sit and how its attention and MLP join the
@@ -46,18 +76,40 @@ enum class NormKind : std::uint8_t {
 enum class BlockLayout : std::uint8_t {
   pre_norm,  ///< x + attn(norm(x)), then x + mlp(norm(x)): 2 norms (Llama, GPT-2)
   sandwich,  ///< pre_norm with a norm on each sublayer's output too: 4 norms (Gemma 2)
+  /// x + norm(attn(x)), then x + norm(mlp(x)): 2 norms, none on the
+  /// sublayers' inputs (OLMo 2, EXAONE 4)
+  post_norm,
+  /// x + attn(norm(x)) + mlp(norm(x)): one norm feeds both (GPT-J, Phi-2, Cohere, Falcon-7B)
+  parallel,
+  /// x + attn(norm1(x)) + mlp(norm2(x)): two norms of the same input
+  /// (GPT-NeoX, Falcon-40B and 180B)
+  parallel_two_norms,
 };
 
 /// A normalisation of the queries and keys inside attention.
 enum class QkNorm : std::uint8_t {
   none,
-  per_head,  ///< RMSNorm over head_dim, one weight of head_dim shared by the heads (Qwen3)
+  per_head,  ///< over head_dim, one weight of head_dim shared by the heads (Qwen3, Gemma 3, Phi-2)
+  /// over head_dim, each head with its own weight: a·d and k·d (Cohere, StableLM)
+  per_head_weights,
+  /// one norm over all heads at once, weights a·d and k·d (OLMo 2, OLMoE)
+  full_width,
+  weightless,  ///< an L2 norm over head_dim without weights (Llama 4)
 };
 
 /// How a token's position reaches attention.
 enum class Positions : std::uint8_t {
   rotary,   ///< rotary embedding of q and k
   learned,  ///< a learned position-embedding table added to the input (GPT-2 wpe)
+  alibi,    ///< a per-head linear bias on the attention scores (BLOOM, MPT, Falcon's alibi)
+};
+
+/// Which attention implementations transformers offers a family
+/// (_supports_sdpa, _supports_flash_attn in its modelling file).
+enum class HfAttentionSupport : std::uint8_t {
+  sdpa,           ///< SDPA, the default (--attention flash)
+  eager_default,  ///< no SDPA: eager by default; --attention flash is flash_attention_2 (GPT-J)
+  eager_only,     ///< eager attention only (BLOOM)
 };
 
 /// The activation function of the MLP, as transformers implements it. The
@@ -90,6 +142,21 @@ struct ModelShape {
   QkNorm qk_norm = QkNorm::none;
   bool gated_mlp = true;       ///< gate, up and down projections
   bool fused_gate_up = false;  ///< gate and up as one projection (Phi-3); same parameter count
+  /// Rotary embedding: the leading head_dim columns it rotates (partial
+  /// rotary: GPT-NeoX 0.25, Phi-2 0.5, GPT-J rotary_dim); 0 for the whole head.
+  std::uint64_t rotary_dim = 0;
+  bool lm_head_bias = false;    ///< a bias on the output layer (GPT-J, Phi-2)
+  bool embedding_norm = false;  ///< a LayerNorm on the token embeddings (BLOOM)
+  /// The attention transformers runs the family with.
+  HfAttentionSupport hf_attention = HfAttentionSupport::sdpa;
+  /// transformers copies each group's K and V out to every query head
+  /// before caching them (Falcon's new decoder architecture): its cache
+  /// holds num_attention_heads heads; vLLM's holds the groups.
+  bool kv_expanded_per_query_head = false;
+  /// The attention copies q, k and v out of the fused projection (Falcon's
+  /// _split_heads), so nothing keeps the fused output; otherwise a view of
+  /// it is kept and holds the whole output.
+  bool qkv_split_copies = false;
   /// Dropout modules on the attention and MLP outputs and on the embedding
   /// output (GPT-2, Phi-3); the other families drop only attention probabilities.
   bool residual_dropout = false;
@@ -103,6 +170,10 @@ struct ModelShape {
 
   std::uint64_t sliding_window = 0;         ///< 0: every layer attends to the whole context
   std::uint64_t sliding_window_layers = 0;  ///< how many layers use the window
+  /// The layers slide in a repeating pattern: layer i slides when
+  /// i mod period < period − 1 (Gemma 2: 2, the even layers; Gemma 3: 6;
+  /// Cohere 2, EXAONE 4: 4). 0 when every layer slides or a list says which.
+  std::uint64_t sliding_period = 0;
 
   double attention_dropout = 0.0;        ///< probability on the attention probabilities
   double hidden_dropout = 0.0;           ///< probability on the attention and MLP outputs
@@ -167,11 +238,22 @@ struct ModelSpec : ModelShape {
   bool operator==(const ModelSpec&) const = default;
 };
 
-/// Norm layers in one decoder layer: 2, or 4 for a sandwich.
+/// Sliding-window layers among the model's first `n` layers.
+[[nodiscard]] std::uint64_t sliding_layers_below(const ModelShape& m, std::uint64_t n);
+
+/// Norm layers in one decoder layer: 2; 4 for a sandwich, 1 for a parallel
+/// block with one norm.
 [[nodiscard]] std::uint64_t norms_per_layer(const ModelShape& m);
 
 /// The Hugging Face spelling: "llama", "gemma2", ...
 [[nodiscard]] std::string_view name_of(ModelType t);
+
+/// The prefix of the family's module classes in its modelling file
+/// ("Llama" for LlamaAttention, "GPTNeoX", ...), for the sources.
+[[nodiscard]] std::string_view hf_class_prefix(ModelType t);
+
+/// The class of the family's decoder layer ("LlamaDecoderLayer", "GPT2Block", ...).
+[[nodiscard]] std::string_view hf_layer_class(ModelType t);
 
 /// Every model_type the reader takes, in its order (io/model_io.cpp).
 [[nodiscard]] std::vector<std::string> model_type_names();

@@ -41,9 +41,10 @@ struct ParamTensor {
   [[nodiscard]] std::uint64_t total() const;     ///< elements × count, checked
 };
 
-/// The most tensor kinds one architecture has: 20 for a Llama-style decoder
-/// with every optional bias and norm and an untied head; 17 for GPT-2.
-inline constexpr std::size_t k_max_param_tensors = 32;
+/// The most tensor kinds one architecture has: 29 for a Llama-style decoder
+/// with learned positions, an embedding norm, every optional bias and norm,
+/// and an untied head with a bias; 17 for GPT-2; more with MoE layers.
+inline constexpr std::size_t k_max_param_tensors = 40;
 
 /// Parameter tensor kinds in fixed storage: no heap allocation, for the
 /// paths that must not allocate (estimate_totals). A contiguous range, so it
@@ -100,6 +101,13 @@ class ParamTensorList {
 
 /// parameter_tensor_list(m) as a std::vector.
 [[nodiscard]] std::vector<ParamTensor> parameter_tensors(const ModelSpec& m);
+
+/// Whether a norm of this kind has a bias beside its weight (nn.LayerNorm).
+[[nodiscard]] bool norm_has_bias(NormKind k);
+
+/// The head_dim columns the rotary embedding turns (qk_rope_head_dim under
+/// MLA, rotary_dim for a partial rotary, else head_dim); 0 without rotary.
+[[nodiscard]] std::uint64_t rotary_columns(const ModelShape& m);
 
 /// Parameter totals by scope.
 struct ParameterCount {

@@ -9,6 +9,28 @@
 
 namespace vramcalc {
 
+namespace {
+
+// The table row of a model type (every enumerator has one).
+const core::ModelTypeName& row_of(ModelType t) {
+  for (const core::ModelTypeName& n : core::k_model_type_names) {
+    if (n.type == t) return n;
+  }
+  return core::k_model_type_names.back();
+}
+
+}  // namespace
+
+std::string_view name_of(ModelType t) {
+  return row_of(t).name;
+}
+std::string_view hf_class_prefix(ModelType t) {
+  return row_of(t).classes;
+}
+std::string_view hf_layer_class(ModelType t) {
+  return row_of(t).layer;
+}
+
 std::string_view name_of(Mode m) {
   return core::name_in(core::k_modes, m);
 }

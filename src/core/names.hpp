@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "vramcalc/model.hpp"
 #include "vramcalc/quant.hpp"
 #include "vramcalc/workload.hpp"
 
@@ -20,6 +21,60 @@ struct Choice {
   std::string_view name;
   E value;
 };
+
+// Each model_type: its Hugging Face spelling, the prefix of its module
+// classes and the class of its decoder layer in the modelling file (transformers
+// models/<type>/modeling_<type>.py, or the model repository's own modelling file for remote code). The reader
+// takes them in this order (model_type_names()).
+struct ModelTypeName {
+  ModelType type;
+  std::string_view name;
+  std::string_view classes;
+  std::string_view layer;
+};
+inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
+    {ModelType::llama, "llama", "Llama", "LlamaDecoderLayer"},
+    {ModelType::mistral, "mistral", "Mistral", "MistralDecoderLayer"},
+    {ModelType::qwen2, "qwen2", "Qwen2", "Qwen2DecoderLayer"},
+    {ModelType::qwen3, "qwen3", "Qwen3", "Qwen3DecoderLayer"},
+    {ModelType::gemma, "gemma", "Gemma", "GemmaDecoderLayer"},
+    {ModelType::gemma2, "gemma2", "Gemma2", "Gemma2DecoderLayer"},
+    {ModelType::phi3, "phi3", "Phi3", "Phi3DecoderLayer"},
+    {ModelType::gpt2, "gpt2", "GPT2", "GPT2Block"},
+    {ModelType::mixtral, "mixtral", "Mixtral", "MixtralDecoderLayer"},
+    {ModelType::qwen3_moe, "qwen3_moe", "Qwen3Moe", "Qwen3MoeDecoderLayer"},
+    {ModelType::deepseek_v3, "deepseek_v3", "DeepseekV3", "DeepseekV3DecoderLayer"},
+    {ModelType::gpt_oss, "gpt_oss", "GptOss", "GptOssDecoderLayer"},
+    {ModelType::gemma3_text, "gemma3_text", "Gemma3", "Gemma3DecoderLayer"},
+    {ModelType::olmo2, "olmo2", "Olmo2", "Olmo2DecoderLayer"},
+    {ModelType::smollm3, "smollm3", "SmolLM3", "SmolLM3DecoderLayer"},
+    {ModelType::exaone4, "exaone4", "Exaone4", "Exaone4DecoderLayer"},
+    {ModelType::cohere, "cohere", "Cohere", "CohereDecoderLayer"},
+    {ModelType::cohere2, "cohere2", "Cohere2", "Cohere2DecoderLayer"},
+    {ModelType::granite, "granite", "Granite", "GraniteDecoderLayer"},
+    {ModelType::stablelm, "stablelm", "StableLm", "StableLmDecoderLayer"},
+    {ModelType::starcoder2, "starcoder2", "Starcoder2", "Starcoder2DecoderLayer"},
+    {ModelType::gpt_bigcode, "gpt_bigcode", "GPTBigCode", "GPTBigCodeBlock"},
+    {ModelType::gpt_neox, "gpt_neox", "GPTNeoX", "GPTNeoXLayer"},
+    {ModelType::gptj, "gptj", "GPTJ", "GPTJBlock"},
+    {ModelType::phi, "phi", "Phi", "PhiDecoderLayer"},
+    {ModelType::falcon, "falcon", "Falcon", "FalconDecoderLayer"},
+    // Falcon's first release, as remote code: the same modules under these
+    // names (vLLM registers both as FalconForCausalLM).
+    {ModelType::falcon, "RefinedWebModel", "Falcon", "FalconDecoderLayer"},
+    {ModelType::falcon, "RefinedWeb", "Falcon", "FalconDecoderLayer"},
+    {ModelType::bloom, "bloom", "Bloom", "BloomBlock"},
+    {ModelType::glm, "glm", "Glm", "GlmDecoderLayer"},
+    {ModelType::glm4, "glm4", "Glm4", "Glm4DecoderLayer"},
+    {ModelType::minicpm, "minicpm", "MiniCPM", "MiniCPMDecoderLayer"},
+    {ModelType::internlm, "internlm", "InternLM", "InternLMDecoderLayer"},
+    {ModelType::internlm2, "internlm2", "InternLM2", "InternLM2DecoderLayer"},
+    {ModelType::internlm3, "internlm3", "InternLM3", "InternLM3DecoderLayer"},
+    {ModelType::qwen, "qwen", "QWen", "QWenBlock"},
+    {ModelType::baichuan, "baichuan", "Baichuan", "BaichuanDecoderLayer"},
+    {ModelType::chatglm, "chatglm", "GLM", "GLMBlock"},
+    {ModelType::megatron_gpt, "megatron_gpt", "Megatron", "TransformerLayer"},
+});
 
 inline constexpr std::array k_modes = {Choice<Mode>{"infer", Mode::infer},
                                        Choice<Mode>{"train", Mode::train}};

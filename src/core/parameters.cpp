@@ -10,11 +10,34 @@ namespace vramcalc {
 std::uint64_t norms_per_layer(const ModelShape& m) {
   switch (m.block) {
     case BlockLayout::pre_norm:
+    case BlockLayout::post_norm:
+    case BlockLayout::parallel_two_norms:
       return 2;
     case BlockLayout::sandwich:
       return 4;
+    case BlockLayout::parallel:
+      return 1;
   }
   return 2;
+}
+
+std::uint64_t sliding_layers_below(const ModelShape& m, std::uint64_t n) {
+  n = std::min(n, m.num_layers);
+  if (m.sliding_window_layers == 0) return 0;
+  if (m.sliding_window_layers == m.num_layers) return n;
+  const std::uint64_t p = m.sliding_period;
+  if (p == 0) return 0;  // a list: callers that need the order refuse it
+  return n / p * (p - 1) + std::min(n % p, p - 1);
+}
+
+bool norm_has_bias(NormKind k) {
+  return k == NormKind::layer_norm;
+}
+
+std::uint64_t rotary_columns(const ModelShape& m) {
+  if (m.positions != Positions::rotary) return 0;
+  if (m.kv_lora_rank > 0) return m.qk_rope_head_dim;
+  return m.rotary_dim == 0 ? m.head_dim : m.rotary_dim;
 }
 
 std::uint64_t ParamTensor::elements() const {
@@ -107,9 +130,19 @@ void add_attention(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std
   }
   t.push_back(matrix("self_attn.o_proj.weight", scope, h, q_out, count));
   if (m.o_bias) t.push_back(vector("self_attn.o_proj.bias", scope, h, count));
-  if (m.qk_norm == QkNorm::per_head) {
-    t.push_back(vector("self_attn.q_norm.weight", scope, m.head_dim, count));
-    t.push_back(vector("self_attn.k_norm.weight", scope, m.head_dim, count));
+  if (m.qk_norm != QkNorm::none && m.qk_norm != QkNorm::weightless) {
+    // One weight of head_dim shared by the heads, or one per head.
+    const bool shared = m.qk_norm == QkNorm::per_head;
+    const std::uint64_t qw = shared ? m.head_dim : q_out;
+    const std::uint64_t kw = shared ? m.head_dim : kv_out;
+    t.push_back(vector("self_attn.q_norm.weight", scope, qw, count));
+    t.push_back(vector("self_attn.k_norm.weight", scope, kw, count));
+    // Per-head weights come without biases (Cohere, StableLM); a shared
+    // LayerNorm has its bias (Phi-2's qk_layernorm).
+    if (shared && norm_has_bias(m.norm)) {
+      t.push_back(vector("self_attn.q_norm.bias", scope, qw, count));
+      t.push_back(vector("self_attn.k_norm.bias", scope, kw, count));
+    }
   }
   if (m.attention_sinks) t.push_back(vector("self_attn.sinks", scope, m.num_attention_heads, count));
 }
@@ -123,6 +156,17 @@ void add_dense_mlp(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std
     p.kind = kind;
     return p;
   };
+  if (!m.gated_mlp) {
+    // fc_in (up) and fc_out (down): GPT-NeoX dense_h_to_4h, GPT-J fc_in,
+    // StarCoder 2 c_fc, Falcon, BLOOM.
+    t.push_back(tagged(matrix("mlp.up_proj.weight", scope, I, h, count)));
+    t.push_back(tagged(matrix("mlp.down_proj.weight", scope, h, I, count)));
+    if (m.mlp_bias) {
+      t.push_back(tagged(vector("mlp.up_proj.bias", scope, I, count)));
+      t.push_back(tagged(vector("mlp.down_proj.bias", scope, h, count)));
+    }
+    return;
+  }
   if (m.fused_gate_up) {
     t.push_back(tagged(matrix("mlp.gate_up_proj.weight", scope, checked_mul(2, I), h, count)));
   } else {
@@ -231,6 +275,15 @@ void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
   const std::uint64_t L = m.num_layers;
   const auto layer = ParamScope::layer;
   t.push_back(matrix("embed_tokens.weight", ParamScope::embedding, m.vocab_size, h, 1));
+  if (m.positions == Positions::learned) {
+    t.push_back(
+        matrix("embed_positions.weight", ParamScope::position_embedding, m.max_position_embeddings, h, 1));
+  }
+  if (m.embedding_norm) {
+    // BLOOM's word_embeddings_layernorm (a LayerNorm with bias).
+    t.push_back(vector("embed_layernorm.weight", ParamScope::embedding, h, 1));
+    t.push_back(vector("embed_layernorm.bias", ParamScope::embedding, h, 1));
+  }
   add_attention(m, t, layer, L);
   if (m.experts == 0) {
     add_dense_mlp(m, t, layer, L, LayerKind::every);
@@ -238,8 +291,11 @@ void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
     if (m.dense_layers > 0) add_dense_mlp(m, t, layer, m.dense_layers, LayerKind::dense);
     add_moe(m, t, layer, L - m.dense_layers);
   }
-  t.push_back(vector("layernorms.weight", layer, h, checked_mul(L, norms_per_layer(m))));
+  const std::uint64_t norms = checked_mul(L, norms_per_layer(m));
+  t.push_back(vector("layernorms.weight", layer, h, norms));
+  if (norm_has_bias(m.norm)) t.push_back(vector("layernorms.bias", layer, h, norms));
   t.push_back(vector("norm.weight", ParamScope::final_norm, h, 1));
+  if (norm_has_bias(m.norm)) t.push_back(vector("norm.bias", ParamScope::final_norm, h, 1));
 }
 
 // The layers each layer tensor sits in, from its kind.
@@ -274,6 +330,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   if (!m.tie_word_embeddings || (m.holds_head && !m.holds_embedding)) {
     t.push_back(matrix("lm_head.weight", ParamScope::lm_head, m.vocab_size, m.hidden_size, 1));
   }
+  if (m.lm_head_bias && m.holds_head)
+    t.push_back(vector("lm_head.bias", ParamScope::lm_head, m.vocab_size, 1));
   set_layers(m, t);
   if (m.holds_embedding && m.holds_head) return t;
   ParamTensorList stage;

@@ -486,6 +486,7 @@ void GgufModel::read_dimensions(ModelSpec& m) {
     // llama.cpp's Gemma 2 slides every other layer (llama-model.cpp, n_swa).
     m.sliding_window = dimension("attention.sliding_window");
     m.sliding_window_layers = (m.num_layers + 1) / 2;
+    m.sliding_period = 2;
   }
 }
 

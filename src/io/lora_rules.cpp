@@ -90,11 +90,21 @@ void resolve_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   const std::string& origin = in.adapter->origin;
   const bool qlora = in.adapter->value == Adapter::qlora;
   check_supported(w, core::TrainingFeature::adapters, in.framework ? in.framework->origin : origin);
-  if (model.type == ModelType::gpt2 || model.fused_qkv) {
+  if (model.type == ModelType::gpt2 || model.fused_qkv || model.fused_gate_up || !model.gated_mlp) {
     conflict(origin,
              fmt::format("LoRA is modelled for models with separate q, k, v and gate, up projections; "
-                         "{} fuses them",
-                         model.name));
+                         "{} {}",
+                         model.name,
+                         model.fused_qkv || model.fused_gate_up || model.type == ModelType::gpt2
+                             ? "fuses them"
+                             : "has a plain MLP without a gate"));
+  }
+  if (model.block != BlockLayout::pre_norm && model.block != BlockLayout::sandwich) {
+    conflict(origin,
+             fmt::format("LoRA is modelled for pre-norm decoder layers so far; {} ({}) runs attention "
+                         "and the MLP {}",
+                         model.name, name_of(model.type),
+                         model.block == BlockLayout::post_norm ? "with norms after them" : "in parallel"));
   }
   if (in.precision) {
     conflict(

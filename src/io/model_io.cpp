@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/names.hpp"
 #include "io/json_reader.hpp"
 #include "io/model_reader.hpp"
 #include "io/spell.hpp"
@@ -19,72 +20,19 @@
 
 namespace vramcalc {
 
-std::string_view name_of(ModelType t) {
-  switch (t) {
-    case ModelType::llama:
-      return "llama";
-    case ModelType::mistral:
-      return "mistral";
-    case ModelType::qwen2:
-      return "qwen2";
-    case ModelType::qwen3:
-      return "qwen3";
-    case ModelType::gemma:
-      return "gemma";
-    case ModelType::gemma2:
-      return "gemma2";
-    case ModelType::phi3:
-      return "phi3";
-    case ModelType::gpt2:
-      return "gpt2";
-    case ModelType::mixtral:
-      return "mixtral";
-    case ModelType::qwen3_moe:
-      return "qwen3_moe";
-    case ModelType::deepseek_v3:
-      return "deepseek_v3";
-    case ModelType::gpt_oss:
-      return "gpt_oss";
-    case ModelType::megatron_gpt:
-      return "megatron_gpt";
-  }
-  return "?";
-}
-
 namespace {
 
 using io::JsonCursor;
-
-constexpr std::array k_model_types = {ModelType::llama,       ModelType::mistral,     ModelType::qwen2,
-                                      ModelType::qwen3,       ModelType::gemma,       ModelType::gemma2,
-                                      ModelType::phi3,        ModelType::gpt2,        ModelType::mixtral,
-                                      ModelType::qwen3_moe,   ModelType::deepseek_v3, ModelType::gpt_oss,
-                                      ModelType::megatron_gpt};
 
 }  // namespace
 
 std::vector<std::string> model_type_names() {
   std::vector<std::string> out;
-  for (ModelType t : k_model_types) out.emplace_back(name_of(t));
+  for (const core::ModelTypeName& n : core::k_model_type_names) out.emplace_back(n.name);
   return out;
 }
 
-namespace {
-
-ModelType read_model_type(const JsonCursor& root) {
-  const JsonCursor c = root.at("model_type");
-  const std::string text = c.string();
-  for (ModelType t : k_model_types) {
-    if (name_of(t) == text) return t;
-  }
-  const auto names = model_type_names();
-  if (io::is_other_architecture(text)) {
-    c.fail(fmt::format("model type \"{}\" is an architecture vramcalc does not model yet (supported: {})",
-                       text, io::join(names)));
-  }
-  c.fail(fmt::format("unknown model type \"{}\"{} (supported: {})", text, io::did_you_mean(text, names),
-                     io::join(names)));
-}
+namespace io {
 
 // transformers' activation names (src/transformers/activations.py, ACT2CLS).
 Activation read_activation(const JsonCursor& c) {
@@ -112,6 +60,152 @@ double optional_number(const JsonCursor& root, std::string_view key) {
 bool optional_bool(const JsonCursor& root, std::string_view key, bool fallback) {
   if (auto c = root.find(key)) return c->boolean();
   return fallback;
+}
+
+// The period of a layer_types list that repeats (period − 1) sliding layers
+// and one full layer; 0 for any other list.
+std::uint64_t sliding_period_of(const JsonCursor& types) {
+  const auto& list = types.json();
+  for (std::uint64_t p = 2; p <= list.size(); ++p) {
+    bool match = true;
+    for (std::uint64_t i = 0; i < list.size() && match; ++i) {
+      const bool sliding = list[i].is_string() && list[i].get<std::string>() == "sliding_attention";
+      match = sliding == (i % p < p - 1);
+    }
+    if (match) return p;
+  }
+  return 0;
+}
+
+std::uint64_t count_layer_types(const JsonCursor& types, std::uint64_t num_layers) {
+  if (!types.json().is_array()) types.fail("expected an array of strings, got " + types.shown());
+  if (types.json().size() != num_layers) {
+    types.fail(
+        fmt::format("lists {} layer types, but num_hidden_layers is {}", types.json().size(), num_layers));
+  }
+  std::uint64_t sliding = 0;
+  for (const auto& t : types.json()) {
+    if (t.is_string() && t.get<std::string>() == "sliding_attention") ++sliding;
+  }
+  return sliding;
+}
+
+void check_kv_heads(const JsonCursor& root, const ModelSpec& m) {
+  if (m.num_key_value_heads == 0 || m.num_attention_heads % m.num_key_value_heads != 0) {
+    throw InputError(pointer_to(root, "num_key_value_heads"),
+                     fmt::format("num_attention_heads ({}) is not divisible by "
+                                 "num_key_value_heads ({})",
+                                 m.num_attention_heads, m.num_key_value_heads));
+  }
+}
+
+// Sliding-window layers. A "layer_types" list (newer configs) is exact;
+// otherwise each family's rule from its modeling code.
+void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
+  const auto window = root.find("sliding_window");
+  if (!window) return;
+  const std::uint64_t w = window->positive_integer();
+  std::uint64_t layers = 0;
+  if (auto types = root.find("layer_types")) {
+    layers = count_layer_types(*types, m.num_layers);
+  } else {
+    switch (m.type) {
+      case ModelType::mistral:
+      case ModelType::mixtral:
+      case ModelType::phi3:
+        layers = m.num_layers;
+        break;
+      case ModelType::gemma2:
+        layers = m.num_layers / 2 + m.num_layers % 2;
+        break;  // even-indexed layers
+      case ModelType::smollm3:
+        // SmolLM3Config: only the layers without rotary slide, every
+        // no_rope_layer_interval-th (4) unless no_rope_layers lists them (0 = no rotary).
+        if (auto list = root.find("no_rope_layers"); list && list->json().is_array()) {
+          for (const auto& v : list->json())
+            if (v.is_number() && v.get<double>() == 0) ++layers;
+        } else {
+          layers =
+              m.num_layers / std::max<std::uint64_t>(1, optional_count(root, "no_rope_layer_interval", 4));
+        }
+        break;
+      case ModelType::qwen2:
+      case ModelType::qwen3:
+      case ModelType::qwen3_moe:
+        if (optional_bool(root, "use_sliding_window", false)) {
+          std::uint64_t first = 0;
+          if (auto c = root.find("max_window_layers")) first = c->non_negative_integer();
+          layers = m.num_layers > first ? m.num_layers - first : 0;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  if (layers > 0) {
+    m.sliding_window = w;
+    m.sliding_window_layers = layers;
+    // Gemma 2 slides its even layers (Gemma2Attention: layer_idx % 2 == 0).
+    if (auto types = root.find("layer_types")) {
+      m.sliding_period = layers == m.num_layers ? 0 : sliding_period_of(*types);
+    } else if (m.type == ModelType::gemma2) {
+      m.sliding_period = 2;
+    }
+  }
+}
+
+// Whether rope_scaling (or transformers 5's rope_parameters) names
+// `rope_type` (older configs spell the key "type"). Only the type is read.
+bool reads_rope_type(const JsonCursor& root, std::string_view rope_type) {
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    const auto r = root.find(key);
+    if (!r || !r->is_object()) continue;
+    for (const char* name : {"rope_type", "type"}) {
+      const auto t = r->find(name);
+      if (t && t->is_string() && t->string() == rope_type) return true;
+    }
+  }
+  return false;
+}
+
+std::uint64_t optional_count(const JsonCursor& root, std::string_view key, std::uint64_t fallback) {
+  if (auto c = root.find(key)) return c->non_negative_integer();
+  return fallback;
+}
+
+}  // namespace io
+
+namespace {
+
+using namespace io;
+
+ModelType read_model_type(const JsonCursor& root) {
+  const JsonCursor c = root.at("model_type");
+  const std::string text = c.string();
+  for (const core::ModelTypeName& n : core::k_model_type_names) {
+    if (n.name == text) return n.type;
+  }
+  const auto names = model_type_names();
+  if (io::is_other_architecture(text)) {
+    c.fail(fmt::format("model type \"{}\" is an architecture vramcalc does not model yet (supported: {})",
+                       text, io::join(names)));
+  }
+  // A typo keeps the version digits: olmo3 is not a misspelt olmo2, nor
+  // gemma4 of gemma, nor qwen3_5 of qwen3. Only names with the same digits
+  // are suggested.
+  const auto digits = [](std::string_view s) {
+    std::string d;
+    for (char ch : s) {
+      if (ch >= '0' && ch <= '9') d += ch;
+    }
+    return d;
+  };
+  std::vector<std::string> same_version;
+  for (const std::string& n : names) {
+    if (digits(n) == digits(text)) same_version.push_back(n);
+  }
+  c.fail(fmt::format("unknown model type \"{}\"{} (supported: {})", text,
+                     io::did_you_mean(text, same_version), io::join(names)));
 }
 
 // head_dim: explicit when the config has it; otherwise the family default of
@@ -142,51 +236,6 @@ std::uint64_t read_head_dim(const JsonCursor& root, ModelType type, std::uint64_
                                  hidden, heads));
   }
   return hidden / heads;
-}
-
-// Sliding-window layers. A "layer_types" list (newer configs) is exact;
-// otherwise each family's rule from its modeling code.
-void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
-  const auto window = root.find("sliding_window");
-  if (!window) return;
-  const std::uint64_t w = window->positive_integer();
-  std::uint64_t layers = 0;
-  if (auto types = root.find("layer_types")) {
-    if (!types->json().is_array()) types->fail("expected an array of strings, got " + types->shown());
-    if (types->json().size() != m.num_layers) {
-      types->fail(fmt::format("lists {} layer types, but num_hidden_layers is {}", types->json().size(),
-                              m.num_layers));
-    }
-    for (const auto& t : types->json()) {
-      if (t.is_string() && t.get<std::string>() == "sliding_attention") ++layers;
-    }
-  } else {
-    switch (m.type) {
-      case ModelType::mistral:
-      case ModelType::mixtral:
-      case ModelType::phi3:
-        layers = m.num_layers;
-        break;
-      case ModelType::gemma2:
-        layers = m.num_layers / 2 + m.num_layers % 2;
-        break;  // even-indexed layers
-      case ModelType::qwen2:
-      case ModelType::qwen3:
-      case ModelType::qwen3_moe:
-        if (optional_bool(root, "use_sliding_window", false)) {
-          std::uint64_t first = 0;
-          if (auto c = root.find("max_window_layers")) first = c->non_negative_integer();
-          layers = m.num_layers > first ? m.num_layers - first : 0;
-        }
-        break;
-      default:
-        break;
-    }
-  }
-  if (layers > 0) {
-    m.sliding_window = w;
-    m.sliding_window_layers = layers;
-  }
 }
 
 void read_gpt2(const JsonCursor& root, ModelSpec& m) {
@@ -223,25 +272,6 @@ void read_gpt2(const JsonCursor& root, ModelSpec& m) {
   m.attention_dropout = root.has("attn_pdrop") ? optional_probability(root, "attn_pdrop") : 0.1;
   m.hidden_dropout = root.has("resid_pdrop") ? optional_probability(root, "resid_pdrop") : 0.1;
   m.embedding_dropout = root.has("embd_pdrop") ? optional_probability(root, "embd_pdrop") : 0.1;
-}
-
-// Whether rope_scaling (or transformers 5's rope_parameters) names
-// `rope_type` (older configs spell the key "type"). Only the type is read.
-bool reads_rope_type(const JsonCursor& root, std::string_view rope_type) {
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    const auto r = root.find(key);
-    if (!r || !r->is_object()) continue;
-    for (const char* name : {"rope_type", "type"}) {
-      const auto t = r->find(name);
-      if (t && t->is_string() && t->string() == rope_type) return true;
-    }
-  }
-  return false;
-}
-
-std::uint64_t optional_count(const JsonCursor& root, std::string_view key, std::uint64_t fallback) {
-  if (auto c = root.find(key)) return c->non_negative_integer();
-  return fallback;
 }
 
 // A Megatron-Core GPTModel from Megatron-LM's argument names, with their
@@ -405,6 +435,26 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
   }
 }
 
+// The families read_llama_style reads; the others are model_families.cpp's.
+bool reads_llama_style(ModelType t) {
+  switch (t) {
+    case ModelType::llama:
+    case ModelType::mistral:
+    case ModelType::qwen2:
+    case ModelType::qwen3:
+    case ModelType::gemma:
+    case ModelType::gemma2:
+    case ModelType::phi3:
+    case ModelType::mixtral:
+    case ModelType::qwen3_moe:
+    case ModelType::deepseek_v3:
+    case ModelType::gpt_oss:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.hidden_size = root.at("hidden_size").positive_integer();
   m.intermediate_size = root.at("intermediate_size").positive_integer();
@@ -412,12 +462,7 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.num_attention_heads = root.at("num_attention_heads").positive_integer();
   m.num_key_value_heads = m.num_attention_heads;  // every configuration class's default
   if (auto kv = root.find("num_key_value_heads")) m.num_key_value_heads = kv->positive_integer();
-  if (m.num_attention_heads % m.num_key_value_heads != 0) {
-    throw InputError(io::pointer_to(root, "num_key_value_heads"),
-                     fmt::format("num_attention_heads ({}) is not divisible by "
-                                 "num_key_value_heads ({})",
-                                 m.num_attention_heads, m.num_key_value_heads));
-  }
+  check_kv_heads(root, m);
   m.vocab_size = root.at("vocab_size").positive_integer();
   m.head_dim = m.type == ModelType::deepseek_v3
                    ? 0
@@ -425,7 +470,8 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.max_position_embeddings = 2048;  // LlamaConfig default; most configs set it
   if (auto c = root.find("max_position_embeddings")) m.max_position_embeddings = c->positive_integer();
 
-  m.norm = NormKind::rms_norm;
+  const bool gemma = m.type == ModelType::gemma || m.type == ModelType::gemma2;
+  m.norm = gemma ? NormKind::rms_norm_one_plus : NormKind::rms_norm;
   m.block = m.type == ModelType::gemma2 ? BlockLayout::sandwich : BlockLayout::pre_norm;
   m.qk_norm = m.type == ModelType::qwen3 || m.type == ModelType::qwen3_moe ? QkNorm::per_head : QkNorm::none;
   m.gated_mlp = true;
@@ -434,7 +480,6 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   // Activation: Gemma's hidden_activation when present, else hidden_act
   // (GemmaMLP reads ACT2FN[hidden_act] since transformers 4.55; Gemma's
   // default is gelu_pytorch_tanh). Every choice here keeps one saved tensor.
-  const bool gemma = m.type == ModelType::gemma || m.type == ModelType::gemma2;
   if (gemma) m.activation = Activation::gelu_tanh;
   if (auto act = root.find_any({"hidden_activation", "hidden_act"})) m.activation = read_activation(*act);
 
@@ -531,6 +576,46 @@ const std::vector<std::string>& used_keys() {
                                                 "qk_rope_head_dim",
                                                 "v_head_dim",
                                                 "num_nextn_predict_layers",
+                                                "use_qk_norm",
+                                                "sliding_window_pattern",
+                                                "partial_rotary_factor",
+                                                "rotary_pct",
+                                                "rotary_dim",
+                                                "use_parallel_residual",
+                                                "use_bias",
+                                                "residual_dropout",
+                                                "embedding_dropout",
+                                                "hidden_dropout",
+                                                "multi_query",
+                                                "use_qkv_bias",
+                                                "qk_layernorm",
+                                                "no_bias",
+                                                "kv_channels",
+                                                "seq_length",
+                                                "emb_dropout_prob",
+                                                "attn_dropout_prob",
+                                                "bias",
+                                                "qkv_bias",
+                                                "num_layers",
+                                                "ffn_hidden_size",
+                                                "multi_query_attention",
+                                                "multi_query_group_num",
+                                                "padded_vocab_size",
+                                                "add_bias_linear",
+                                                "add_qkv_bias",
+                                                "rmsnorm",
+                                                "apply_residual_connection_post_layernorm",
+                                                "post_layer_norm",
+                                                "n_embed",
+                                                "num_kv_heads",
+                                                "n_head_kv",
+                                                "new_decoder_architecture",
+                                                "parallel_attn",
+                                                "alibi",
+                                                "activation",
+                                                "num_ln_in_parallel_attn",
+                                                "no_rope_layers",
+                                                "no_rope_layer_interval",
                                                 "workload",
                                                 "model"};
   return keys;
@@ -555,7 +640,6 @@ const std::vector<std::string>& ignored_keys() {
                                                 "layer_norm_eps",
                                                 "n_ctx",
                                                 "original_max_position_embeddings",
-                                                "partial_rotary_factor",
                                                 "query_pre_attn_scalar",
                                                 "cache_implementation",
                                                 "_name_or_path",
@@ -584,7 +668,31 @@ const std::vector<std::string>& ignored_keys() {
                                                 "routed_scaling_factor",
                                                 "scoring_func",
                                                 "swiglu_limit",
-                                                "initial_context_length"};
+                                                "initial_context_length",
+                                                "logit_scale",
+                                                "embedding_multiplier",
+                                                "residual_multiplier",
+                                                "attention_multiplier",
+                                                "logits_scaling",
+                                                "scale_emb",
+                                                "scale_depth",
+                                                "dim_model_base",
+                                                "rope_local_base_freq",
+                                                "norm_epsilon",
+                                                "layernorm_epsilon",
+                                                "rope_ratio",
+                                                "original_rope",
+                                                "fp32_residual_connection",
+                                                "rotary_emb_base",
+                                                "use_dynamic_ntk",
+                                                "use_logn_attn",
+                                                "use_flash_attn",
+                                                "attention_softmax_in_fp32",
+                                                "scale_attention_softmax_in_fp32",
+                                                "softmax_in_fp32",
+                                                "classifier_dropout",
+                                                "apply_query_key_layer_scaling",
+                                                "sliding_window_size"};
   return keys;
 }
 
@@ -624,8 +732,10 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
       read_gpt2(root, m);
     } else if (m.type == ModelType::megatron_gpt) {
       read_megatron_gpt(root, m);
-    } else {
+    } else if (reads_llama_style(m.type)) {
       read_llama_style(root, m);
+    } else {
+      read_family(root, m);
     }
     (void)count_parameters(m);
     read_quantization_config(root, m);

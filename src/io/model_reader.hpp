@@ -16,6 +16,32 @@ namespace vramcalc::io {
 /// inline "model" object).
 [[nodiscard]] ModelSpec read_model(const JsonCursor& root, std::string name);
 
+/// Reads the keys and layout of a family in model_families.cpp (the
+/// decoders beyond the Llama, GPT-2, MoE and Megatron readers of model_io.cpp).
+void read_family(const JsonCursor& root, ModelSpec& m);
+
+// Values of a config.json, as every family reads them (model_io.cpp).
+
+/// transformers' activation names (activations.py ACT2CLS).
+[[nodiscard]] Activation read_activation(const JsonCursor& c);
+/// `key`'s value, or 0 (probability, non-negative number) or `fallback` when absent or null.
+[[nodiscard]] double optional_probability(const JsonCursor& root, std::string_view key);
+[[nodiscard]] double optional_number(const JsonCursor& root, std::string_view key);
+[[nodiscard]] bool optional_bool(const JsonCursor& root, std::string_view key, bool fallback);
+[[nodiscard]] std::uint64_t optional_count(const JsonCursor& root, std::string_view key,
+                                           std::uint64_t fallback);
+/// Whether rope_scaling (or rope_parameters) names `rope_type`.
+[[nodiscard]] bool reads_rope_type(const JsonCursor& root, std::string_view rope_type);
+/// The "sliding_attention" entries of a layer_types list of num_layers entries.
+[[nodiscard]] std::uint64_t count_layer_types(const JsonCursor& types, std::uint64_t num_layers);
+/// The period p of a layer_types list in which layer i slides when
+/// i mod p < p − 1; 0 for a list of another shape.
+[[nodiscard]] std::uint64_t sliding_period_of(const JsonCursor& types);
+/// num_key_value_heads divides num_attention_heads, or an InputError.
+void check_kv_heads(const JsonCursor& root, const ModelSpec& m);
+/// sliding_window with layer_types, or the family's rule for which layers slide.
+void read_sliding_window(const JsonCursor& root, ModelSpec& m);
+
 /// Reads config.json's quantization_config into the model's checkpoint
 /// weight format (quant_config.cpp).
 void read_quantization_config(const JsonCursor& root, ModelSpec& m);

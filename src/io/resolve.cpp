@@ -28,6 +28,13 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                                  in.framework->value == Framework::megatron && !in.adapter;
   const bool vllm_serving =
       (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::vllm;
+  // Baichuan's 13B models (remote code) add ALiBi through their own mask;
+  // that mask is not derived. BLOOM's ALiBi is transformers' own.
+  if (model.positions == Positions::alibi && model.type != ModelType::bloom && !vllm_serving) {
+    conflict(model.name, fmt::format("{}'s ALiBi attention (remote code) is modelled for vLLM serving "
+                                     "(--engine vllm) only so far",
+                                     name_of(model.type)));
+  }
   if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving) {
     const ParameterCount pc = count_parameters(model);
     conflict(
@@ -222,6 +229,24 @@ void resolve_gpu(PlanRequest& r, const WorkloadInput& in) {
 
 // Runtime overhead: --overhead gives the whole of it; otherwise the CUDA
 // context plus cuBLAS workspaces sized for the GPU's architecture.
+// The attention transformers runs: a family without SDPA runs eager by
+// default (GPT-J's flash is flash_attention_2); BLOOM has eager only.
+void resolve_hf_attention(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const bool transformers = w.mode == Mode::train ? w.framework == Framework::hf : w.engine == Engine::hf;
+  if (!transformers || model.hf_attention == HfAttentionSupport::sdpa) return;
+  if (!in.attention) {
+    w.attention = AttentionImpl::eager;
+    return;
+  }
+  if (model.hf_attention == HfAttentionSupport::eager_only && w.attention == AttentionImpl::flash) {
+    conflict(in.attention->origin,
+             fmt::format("transformers runs {} ({}) with eager attention only: it has no "
+                         "SDPA or flash-attention path; use --attention eager",
+                         model.name, name_of(model.type)));
+  }
+}
+
 void resolve_overhead(PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   if (in.overhead) {
@@ -250,6 +275,7 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   } else {
     io::resolve_serving(model, r, in);
   }
+  io::resolve_hf_attention(model, r, in);
   if (in.quant_lm_head && r.workload.quant.kind == QuantKind::none) {
     io::conflict(in.quant_lm_head->origin, "applies with --quant only");
   }

@@ -113,6 +113,7 @@ TEST_CASE("more batch or sequence never means less activation memory", "[activat
   for (const char* preset : {"llama-3.1-8b", "gpt2", "gemma-2-9b", "phi-3-mini-4k", "qwen3-8b"}) {
     const ModelSpec m = load_model(preset);
     for (const char* framework : {"hf", "megatron"}) {
+      if (!test::resolves(m, test::Settings{{"mode", "train"}, {"framework", framework}})) continue;
       std::uint64_t last = 0;
       for (const char* batch : {"1", "2", "3", "8"}) {
         const Budget b = estimate(

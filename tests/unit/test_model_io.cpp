@@ -178,9 +178,9 @@ TEST_CASE("an architecture vramcalc does not read gets no look-alike suggestion"
     }
     return std::string("accepted");
   };
-  // phi is not phi3 (+30% parameters if read as it), gemma3 is not gemma,
-  // gptj is not gpt2.
-  for (const char* other : {"phi", "gemma3", "gptj", "qwen2_moe"}) {
+  // phimoe is not phi3 or phi, gemma3 (the multimodal wrapper) is not gemma,
+  // qwen2_moe is not qwen2.
+  for (const char* other : {"phimoe", "gemma3", "qwen2_moe", "mamba"}) {
     INFO(other);
     CHECK_THAT(message(other), Catch::Contains("does not model yet") && !Catch::Contains("did you mean"));
   }

@@ -45,6 +45,7 @@ TEST_CASE("peak memory never falls as the batch grows", "[properties]") {
     const ModelSpec m = load_model(p.name);
     if (!test::plannable(m)) continue;
     for (const Settings& s : spread()) {
+      if (!test::resolves(m, s)) continue;
       Workload w = workload_of(m, s);
       w.seq = std::min<std::uint64_t>(512, m.max_position_embeddings);
       INFO(label_of(m, s));
@@ -65,6 +66,7 @@ TEST_CASE("peak memory never falls as the sequence grows", "[properties]") {
     const ModelSpec m = load_model(p.name);
     if (!test::plannable(m)) continue;
     for (const Settings& s : spread()) {
+      if (!test::resolves(m, s)) continue;
       Workload w = workload_of(m, s);
       w.batch = 2;
       INFO(label_of(m, s));
@@ -87,6 +89,7 @@ TEST_CASE("peak memory never falls as layers are added", "[properties]") {
     const ModelSpec base = load_model(p.name);
     if (!test::plannable(base)) continue;
     for (const Settings& s : spread()) {
+      if (!test::resolves(base, s)) continue;
       Workload w = workload_of(base, s);
       w.seq = std::min<std::uint64_t>(1024, base.max_position_embeddings);
       INFO(label_of(base, s));

@@ -15,6 +15,14 @@ namespace vramcalc::core {
 
 namespace {
 
+// The K/V heads transformers caches: the model's KV heads, or every query
+// head where the family copies each group out before caching (Falcon's new
+// decoder architecture: FalconAttention._split_heads broadcasts K and V to
+// the query heads and the cache stores the copies).
+std::uint64_t hf_cache_heads(const ModelSpec& m) {
+  return m.kv_expanded_per_query_head ? m.num_attention_heads : m.num_key_value_heads;
+}
+
 constexpr std::string_view k_working_set_source =
     "vramcalc derivation from the transformers module code (no_grad: tensors are freed "
     "when their last reference goes)";
@@ -32,7 +40,7 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   const std::uint64_t T = checked_mul(b, tokens);
   const std::uint64_t Th = checked_mul(T, m.hidden_size);
   const std::uint64_t q = checked_product(T, m.num_attention_heads, m.head_dim);
-  const std::uint64_t kv = checked_product(T, m.num_key_value_heads, m.head_dim);
+  const std::uint64_t kv = checked_product(T, hf_cache_heads(m), m.head_dim);
   const std::uint64_t TI = checked_mul(T, m.intermediate_size);
   // An entry named `phase``id`.
   auto add = [phase](Inventory& inv, std::string_view id, std::string_view label, std::uint64_t elements,
@@ -61,8 +69,10 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   add(attn, ".residual", "residual stream", Th, c, "b·t·h");
   add(attn, ".attn_input", "normalised attention input", Th, c, "b·t·h");
   add(attn, ".qkv", "q, k and v projections", checked_add(q, checked_mul(2, kv)), c, "b·t·(a+2k)·d");
-  add(attn, ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
-      "2·b·t·(a+k)·d");
+  if (m.positions == Positions::rotary) {
+    add(attn, ".rotary", "rotary temporaries and rotated q, k", checked_mul(2, checked_add(q, kv)), c,
+        "2·b·t·(a+k)·d");
+  }
   add(attn, ".attn_out", "attention output", q, c, "b·t·a·d");
   // DynamicCache.update grows each layer's K and V with torch.cat: while
   // the longer tensor is written, the previous one (context − 1 positions)
@@ -73,7 +83,7 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
                                     ? std::min(context - 1, m.sliding_window)
                                     : context - 1;
     add(attn, ".cache_previous", "DynamicCache: one layer's previous K while torch.cat builds the longer one",
-        checked_product(b, grown, m.num_key_value_heads, m.head_dim), w.kv_dtype, "b·(c−1)·k·d",
+        checked_product(b, grown, hf_cache_heads(m), m.head_dim), w.kv_dtype, "b·(c−1)·k·d",
         "transformers cache_utils.py DynamicLayer.update (torch.cat)");
   }
   if (w.attention == AttentionImpl::eager) {
@@ -108,8 +118,7 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
 // whole context, or the window on sliding-window layers.
 void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::string_view id_prefix,
                      std::string_view label_prefix) {
-  const std::uint64_t per_token =
-      bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), w.kv_dtype);
+  const std::uint64_t per_token = bytes_for(checked_product(2, hf_cache_heads(m), m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
   if (full > 0) {
     kv.leaf(checked_product(per_token, w.seq, w.batch), full, [&] {
@@ -157,13 +166,18 @@ Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint6
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
-        "{} of {} tokens × {} sequences in {}{}",
+        "{} of {} tokens × {} sequences in {}{}{}",
         w.engine_config.hf.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context"
                                                        : "StaticCache",
         w.seq, w.batch, name_of(w.kv_dtype),
         m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
                                                   m.sliding_window_layers, m.sliding_window)
-                                    : "");
+                                    : "",
+        m.kv_expanded_per_query_head
+            ? fmt::format(", K and V of each of the {} groups copied to all {} query heads (transformers "
+                          "FalconAttention._split_heads)",
+                          m.num_key_value_heads, m.num_attention_heads)
+            : "");
   });
   out.assume(Component::transient, [] {
     return "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only";

@@ -29,6 +29,21 @@ WeightPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
 
 }  // namespace core
 
+bool llamacpp_slides(const ModelShape& m) {
+  // llama.cpp's sliding-window cache (llama-model.cpp: hparams.set_swa_pattern)
+  // for the architectures that set one: Gemma 2 (2), Gemma 3 (6), Cohere 2
+  // and EXAONE 4 (4). It runs Mistral and Qwen2 as full-attention models.
+  switch (m.type) {
+    case ModelType::gemma2:
+    case ModelType::gemma3_text:
+    case ModelType::cohere2:
+    case ModelType::exaone4:
+      return m.sliding_period > 0;
+    default:
+      return false;
+  }
+}
+
 std::uint64_t llamacpp_kv_cells(const Workload& w) {
   constexpr std::uint64_t pad = 256;
   return checked_mul(ceil_div(w.seq, pad), pad);
@@ -38,8 +53,7 @@ LlamaCppKv llamacpp_kv(const ModelSpec& m, const Workload& w) {
   LlamaCppKv kv;
   kv.cells = llamacpp_kv_cells(w);
   const std::uint64_t first = core::llamacpp_placement(m, w).first_gpu_layer;
-  const bool iswa = m.type == ModelType::gemma2 && m.sliding_window_layers > 0;
-  if (!iswa) {
+  if (!llamacpp_slides(m)) {
     kv.gpu_full = m.num_layers - first;
     kv.host_full = first;
     return kv;
@@ -47,10 +61,10 @@ LlamaCppKv llamacpp_kv(const ModelSpec& m, const Workload& w) {
   constexpr std::uint64_t pad = 256;
   kv.swa_cells =
       std::min(kv.cells, ceil_div(checked_add(m.sliding_window, w.engine_config.llamacpp.ubatch), pad) * pad);
-  // Even layers slide: ⌈n/2⌉ of layers 0 … n−1.
-  kv.host_swa = (first + 1) / 2;
+  // The sliding layers among the host's first layers and the GPU's rest.
+  kv.host_swa = sliding_layers_below(m, first);
   kv.host_full = first - kv.host_swa;
-  kv.gpu_swa = (m.num_layers + 1) / 2 - kv.host_swa;
+  kv.gpu_swa = m.sliding_window_layers - kv.host_swa;
   kv.gpu_full = m.num_layers - first - kv.gpu_swa;
   return kv;
 }

@@ -6,10 +6,10 @@
 namespace vramcalc {
 
 std::uint64_t vllm_rotary_cache_bytes(const ModelSpec& m, const Workload& w) {
-  if (m.positions != Positions::rotary) return 0;
-  // MLA ropes only its qk_rope_head_dim columns.
-  const std::uint64_t rotary = m.kv_lora_rank > 0 ? m.qk_rope_head_dim : m.head_dim;
-  return bytes_for(checked_mul(m.max_position_embeddings, rotary), w.dtype);
+  // A cos and a sin half for each rotated column pair: max positions ×
+  // rotary columns (MLA ropes only its qk_rope_head_dim columns; a partial
+  // rotary only its rotary_dim).
+  return bytes_for(checked_mul(m.max_position_embeddings, rotary_columns(m)), w.dtype);
 }
 
 std::uint64_t vllm_page_bytes(const ModelSpec& m, const Workload& w) {

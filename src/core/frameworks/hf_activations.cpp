@@ -19,96 +19,6 @@
 
 namespace vramcalc::core {
 
-namespace {
-
-// LlamaRMSNorm (also Mistral, Qwen2/3, Phi-3): x.to(float32); pow(2) keeps
-// the fp32 input; rsqrt keeps its fp32 result (one per row); the weight
-// multiply keeps the normalised input cast back to the input dtype. When the
-// input is already fp32, to() returns the input itself, so the fp32 copy is
-// the input tensor: the count is the same.
-void llama_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t rows,
-                   std::uint64_t width, DType input, std::string_view rows_expr, std::string_view width_expr,
-                   bool frozen, bool input_grad = true) {
-  const auto src = [] {
-    return cat("transformers LlamaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
-  };
-  // An input that needs no gradient records no pow or rsqrt node.
-  if (input_grad) {
-    inv.add(checked_mul(rows, width), DType::fp32, [&] {
-      return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"),
-                       cat(rows_expr, "·", width_expr), src()};
-    });
-    inv.add(rows, DType::fp32, [&] {
-      return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), std::string(rows_expr),
-                       src()};
-    });
-  }
-  if (frozen) return;  // the weight multiply keeps it for the weight's gradient only
-  inv.add(checked_mul(rows, width), input, [&] {
-    return EntryText{cat(id, ".normalized"), cat(what, ": normalised input kept by the weight multiply"),
-                     cat(rows_expr, "·", width_expr), src()};
-  });
-}
-
-// GemmaRMSNorm: the whole norm runs in fp32 on x.float(), and the output is
-// multiplied by (1 + weight.float()), a fresh h-element tensor kept by mul.
-void gemma_rmsnorm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c) {
-  const auto src = [] {
-    return cat("transformers GemmaRMSNorm.forward; ", k_derivatives, " (pow, rsqrt, mul)");
-  };
-  inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
-    return EntryText{cat(id, ".input_fp32"), cat(what, ": fp32 input kept by pow"), "b·s·h", src()};
-  });
-  inv.add(c.x.T, DType::fp32, [&] {
-    return EntryText{cat(id, ".rstd"), cat(what, ": 1/rms per row kept by rsqrt"), "b·s", src()};
-  });
-  if (!c.frozen) {
-    inv.add(checked_mul(c.x.T, c.x.h), DType::fp32, [&] {
-      return EntryText{cat(id, ".normalized"),
-                       cat(what, ": fp32 normalised input kept by the (1 + weight) multiply"), "b·s·h",
-                       src()};
-    });
-  }
-  inv.add(c.x.h, DType::fp32, [&] {
-    return EntryText{cat(id, ".one_plus_weight"), cat(what, ": 1 + weight, kept by mul"), "h", src()};
-  });
-}
-
-// LayerNorm (GPT-2): native_layer_norm keeps its input, and fp32 mean and
-// rstd per row (derivatives.yaml native_layer_norm: input, result1, result2).
-void layer_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input) {
-  const auto src = [] {
-    return cat("transformers GPT2Block.forward (nn.LayerNorm); ", k_derivatives, " (native_layer_norm)");
-  };
-  inv.add(checked_mul(c.x.T, c.x.h), input, [&] {
-    return EntryText{cat(id, ".input"), cat(what, ": input kept by layer_norm"), "b·s·h", src()};
-  });
-  inv.add(checked_mul(2, c.x.T), DType::fp32, [&] {
-    return EntryText{cat(id, ".mean_rstd"), cat(what, ": fp32 mean and rstd per row"), "2·b·s", src()};
-  });
-}
-
-// The input norm of a block, by family.
-}  // namespace
-
-void block_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input,
-                bool input_grad) {
-  if (c.m.norm == NormKind::layer_norm) {
-    layer_norm(inv, id, what, c, input);
-  } else if (c.m.type == ModelType::gemma || c.m.type == ModelType::gemma2) {
-    gemma_rmsnorm(inv, id, what, c);
-  } else {
-    llama_rmsnorm(inv, id, what, c.x.T, c.x.h, input, "b·s", "h", c.frozen, input_grad);
-  }
-}
-
-// The dtype a norm hands to the next linear: Llama's weight multiply
-// promotes to the parameter dtype; Gemma casts back to the input dtype;
-// LayerNorm under autocast runs in fp32.
-DType norm_output_dtype(const HfContext& c) {
-  return c.t.residual;
-}
-
 // The saved input of linear layers fed by one tensor. Without autocast,
 // every linear saves the same tensor (one storage). Under autocast each
 // F.linear casts its fp32 input to 16-bit anew (only leaf tensors that
@@ -135,119 +45,14 @@ void linear_inputs(Inventory& inv, std::string_view id, std::string_view what, s
 
 namespace {
 
-std::uint64_t q_elements(const Dims& x) {
-  return checked_product(x.T, x.a, x.d);
-}
-std::uint64_t kv_elements(const Dims& x) {
-  return checked_product(x.T, x.k, x.d);
-}
-
-// Dtype of q and k after the rotary embedding: cos and sin are cast to the
-// embedding output's dtype (fp32 under autocast), and q·cos promotes.
-DType rotary_output_dtype(const HfContext& c) {
-  return c.t.autocast ? DType::fp32 : c.t.compute;
-}
-
-void attention_core(Inventory& inv, const HfContext& c) {
-  const Dims& x = c.x;
-  const DType cd = c.t.compute;
-  const bool gpt2 = c.m.type == ModelType::gpt2;
-  const std::string_view module =
-      gpt2 ? "transformers GPT2Attention.forward" : "transformers LlamaAttention.forward";
-  if (c.w.attention == AttentionImpl::flash) {
-    constexpr std::string_view sdpa =
-        "transformers integrations/sdpa_attention.py; pytorch "
-        "_scaled_dot_product_flash_attention (derivatives.yaml)";
-    const auto module_sdpa = [&] { return cat(module, "; ", sdpa); };
-    if (gpt2) {
-      // q, k, v are views of the one c_attn output: one storage of b·s·3h.
-      add_sourced(inv, "attn.qkv", "c_attn output holding q, k, v (kept by SDPA)",
-                  checked_product(3, x.T, x.h), cd, "3·b·s·h", module_sdpa);
-    } else {
-      add_sourced(inv, "attn.q", "query after rotary, kept by SDPA", q_elements(x), cd, "b·s·a·d",
-                  module_sdpa);
-      add_sourced(inv, "attn.k", "key after rotary, kept by SDPA (k heads: SDPA enable_gqa)", kv_elements(x),
-                  cd, "b·s·k·d", module_sdpa);
-      if (c.m.fused_qkv) {
-        // Phi-3: v is a view of the fused qkv output, so the view SDPA keeps
-        // pins the whole (b, s, (a+2k)·d) tensor.
-        add_sourced(inv, "attn.qkv_output", "qkv_proj output, pinned by the value view SDPA keeps",
-                    checked_product(x.T, checked_add(x.a, checked_mul(2, x.k)), x.d), cd, "b·s·(a+2k)·d",
-                    [&] { return cat("transformers Phi3Attention.forward; ", sdpa); });
-      } else {
-        add_sourced(inv, "attn.v", "value, kept by SDPA", kv_elements(x), cd, "b·s·k·d", module_sdpa);
-      }
-    }
-    add_sourced(inv, "attn.out", "attention output, kept by SDPA and by the output projection", q_elements(x),
-                cd, "b·s·a·d", module_sdpa);
-    const bool fp32_kernel = cd == DType::fp32;
-    // The flash kernel keeps fp32 logsumexp [b, a, s]; the memory-efficient
-    // kernel (the fused choice for fp32) pads the query length to a multiple of 32.
-    const std::uint64_t lse_rows = fp32_kernel ? ceil_div(x.s, 32) * 32 : x.s;
-    add(inv, "attn.logsumexp", "softmax log-sum-exp per head and query, kept by SDPA",
-        checked_product(x.b, x.a, lse_rows), DType::fp32, fp32_kernel ? "b·a·⌈s/32⌉·32" : "b·a·s", sdpa);
-    return;
-  }
-
-  // Eager attention: repeat_kv copies, the score and probability matrices.
-  const std::uint64_t scores = checked_product(x.b, x.a, x.s, x.s);
-  const auto eager = [&] {
-    return cat(module,
-               "; transformers eager_attention_forward; derivatives.yaml "
-               "(matmul, softmax, dropout)");
-  };
-  if (gpt2) {
-    add_sourced(inv, "attn.qkv", "c_attn output holding q, k, v (kept by the matmuls)",
-                checked_product(3, x.T, x.h), cd, "3·b·s·h", eager);
-  } else {
-    const bool grouped = x.a != x.k;
-    add_sourced(inv, "attn.q", "query after rotary, kept by QKᵀ", q_elements(x),
-                c.t.autocast ? cd : rotary_output_dtype(c), "b·s·a·d", eager);
-    add_sourced(
-        inv, "attn.k",
-        grouped ? "key repeated to a heads (repeat_kv copy), kept by QKᵀ" : "key after rotary, kept by QKᵀ",
-        grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
-    add_sourced(inv, "attn.v",
-                grouped ? "value repeated to a heads (repeat_kv copy), kept by PV" : "value, kept by PV",
-                grouped ? q_elements(x) : kv_elements(x), cd, grouped ? "b·s·a·d" : "b·s·k·d", eager);
-  }
-  if (c.m.attn_logit_softcapping > 0) {
-    add(inv, "attn.softcap_tanh", "tanh of the soft-capped scores, kept by tanh", scores, cd, "b·a·s²",
-        "transformers Gemma2 eager_attention_forward (softcapping); derivatives.yaml tanh");
-  }
-  // Llama-style eager attention takes the softmax in fp32 (dtype=float32)
-  // and casts back; GPT-2 takes it in the scores' dtype, which autocast
-  // makes fp32 (softmax is on its fp32 list). The matmul with V keeps the
-  // 16-bit probabilities: a second tensor unless the softmax output already
-  // is that tensor (same dtype, no dropout).
-  const DType softmax_dtype = (!gpt2 || c.t.autocast) ? DType::fp32 : cd;
-  add_sourced(inv, "attn.probs_softmax", "softmax output, kept by softmax", scores, softmax_dtype, "b·a·s²",
-              eager);
-  const bool attn_dropout = c.w.dropout.attention > 0;
-  if (attn_dropout) {
-    add_sourced(inv, "attn.dropout_mask", "attention dropout mask (bool)", scores, DType::boolean, "b·a·s²",
-                eager);
-  }
-  if (softmax_dtype != cd || attn_dropout) {
-    add_sourced(inv, "attn.probs",
-                attn_dropout ? "dropped-out probabilities, kept by the matmul with V"
-                             : "16-bit probabilities, kept by the matmul with V",
-                scores, cd, "b·a·s²", eager);
-  }
-  if (!c.frozen) {
-    add_sourced(inv, "attn.out", "attention output made contiguous, kept by the output projection",
-                q_elements(x), cd, "b·s·a·d", eager);
-  }
-}
-
 void gated_mlp(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
   const DType cd = c.t.projection;
   const std::uint64_t n = checked_mul(x.T, x.I);
   const char* act = c.m.activation == Activation::silu ? "SiLU" : "GELU";
   const auto src = [&] {
-    return cat(c.m.fused_gate_up ? "transformers Phi3MLP.forward" : "transformers LlamaMLP.forward",
-               "; derivatives.yaml (silu/gelu, mul, mm)");
+    return cat("transformers ", hf_class_prefix(c.m.type),
+               "MLP.forward; derivatives.yaml (silu/gelu, mul, mm)");
   };
   if (c.m.fused_gate_up) {
     // gate_up_proj's output is chunked; the activation keeps the gate view,
@@ -269,38 +74,47 @@ void gated_mlp(Inventory& inv, const HfContext& c) {
     add_sourced(inv, "mlp.product", "act(gate)·up, kept by the down projection", n, cd, "b·s·I", src);
 }
 
-// GPT-2's MLP: c_fc, then gelu_new written out in elementwise ops
-// (transformers NewGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))),
-// then c_proj. pow keeps x, tanh its result, and the final product both of
-// its factors; c_proj keeps the activation output.
-void gpt2_mlp(Inventory& inv, const HfContext& c) {
+// A plain MLP (GPT-2, GPT-NeoX, GPT-J, StarCoder 2, Falcon, BLOOM): fc_in,
+// the activation, fc_out. GELU (exact or tanh) keeps its input; gelu_new is
+// written out in elementwise ops (transformers NewGELUActivation:
+// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))), where pow keeps x, tanh its
+// result, and the final product both of its factors. fc_out keeps the
+// activation output.
+void plain_mlp(Inventory& inv, const HfContext& c) {
   const Dims& x = c.x;
   const DType cd = c.t.compute;
   // Under autocast pow is on the fp32 list, so x is copied to fp32 and the
-  // tanh branch is fp32; 0.5·x stays 16-bit; c_proj keeps a 16-bit cast of
+  // tanh branch is fp32; 0.5·x stays 16-bit; fc_out keeps a 16-bit cast of
   // the fp32 product.
   const DType wide = c.t.autocast ? DType::fp32 : cd;
   const std::uint64_t n = checked_mul(x.T, x.I);
-  constexpr std::string_view src =
-      "transformers GPT2MLP.forward, activations.py NewGELUActivation; "
-      "derivatives.yaml (pow, tanh, mul, addmm); autocast fp32 list (pow)";
+  const std::string src = tree_text(c, [&] {
+    return cat(
+        "transformers ", hf_class_prefix(c.m.type),
+        "MLP.forward, activations.py; derivatives.yaml (gelu, pow, tanh, mul, addmm); autocast fp32 list "
+        "(pow)");
+  });
+  const auto source = [&] { return src; };
   if (c.m.activation == Activation::gelu_new) {
-    add(inv, "mlp.fc_out",
-        c.t.autocast ? "fp32 copy of the c_fc output, kept by pow" : "c_fc output, kept by pow", n, wide,
-        "b·s·I", src);
-    add(inv, "mlp.tanh", "tanh result, kept by tanh", n, wide, "b·s·I", src);
-    add(inv, "mlp.half_x", "0.5·x, kept by the final product", n, cd, "b·s·I", src);
-    add(inv, "mlp.one_plus_tanh", "1 + tanh, kept by the final product", n, wide, "b·s·I", src);
+    add_sourced(inv, "mlp.fc_out",
+                c.t.autocast ? "fp32 copy of the fc_in output, kept by pow" : "fc_in output, kept by pow", n,
+                wide, "b·s·I", source);
+    add_sourced(inv, "mlp.tanh", "tanh result, kept by tanh", n, wide, "b·s·I", source);
+    add_sourced(inv, "mlp.half_x", "0.5·x, kept by the final product", n, cd, "b·s·I", source);
+    add_sourced(inv, "mlp.one_plus_tanh", "1 + tanh, kept by the final product", n, wide, "b·s·I", source);
   } else {
-    add(inv, "mlp.fc_out", "c_fc output, kept by GELU", n, cd, "b·s·I", src);
+    add_sourced(inv, "mlp.fc_out", "fc_in output, kept by GELU", n, cd, "b·s·I", source);
   }
-  add(inv, "mlp.act", "activation output, kept by c_proj", n, cd, "b·s·I", src);
+  if (!c.frozen) add_sourced(inv, "mlp.act", "activation output, kept by fc_out", n, cd, "b·s·I", source);
 }
 
 void hidden_dropout_mask(Inventory& inv, std::string_view id, const HfContext& c) {
   if (c.w.dropout.hidden <= 0 || !c.m.residual_dropout) return;
   add(inv, id, "residual dropout mask (bool)", checked_mul(c.x.T, c.x.h), DType::boolean, "b·s·h",
-      "transformers GPT2Block / Phi3DecoderLayer resid dropout; derivatives.yaml native_dropout");
+      tree_text(c, [&] {
+        return cat("transformers ", hf_class_prefix(c.m.type),
+                   " residual dropout; derivatives.yaml native_dropout");
+      }));
 }
 
 // Under autocast, each matmul keeps the 16-bit copy of its weight that
@@ -426,36 +240,88 @@ void lora_entries(Inventory& inv, const HfContext& c) {
   }
 }
 
+// Linears reading the attention input (fused qkv: one) and the MLP input
+// (fused gate_up or a plain MLP: one).
+std::uint64_t qkv_linears(const ModelSpec& m) {
+  return m.fused_qkv || m.type == ModelType::gpt2 ? 1 : 3;
+}
+std::uint64_t mlp_input_linears(const ModelSpec& m) {
+  return m.gated_mlp && !m.fused_gate_up ? 2 : 1;
+}
+
+void attention_block(Inventory& inv, const HfContext& c) {
+  qk_norms(inv, c);
+  attention_core(inv, c);
+  hidden_dropout_mask(inv, "attn.resid_dropout_mask", c);
+}
+
+void mlp_block(Inventory& inv, const HfContext& c) {
+  if (c.m.gated_mlp) {
+    gated_mlp(inv, c);
+  } else {
+    plain_mlp(inv, c);
+  }
+  hidden_dropout_mask(inv, "mlp.resid_dropout_mask", c);
+}
+
+// A decoder layer by its block layout (transformers <Family>DecoderLayer.forward):
+// which norms run where, and which tensor each projection reads.
 Inventory hf_layer(const HfContext& c) {
   Inventory inv(c.detail);
   const DType r = c.t.residual;
-  const bool gpt2 = c.m.type == ModelType::gpt2;
-  const bool gemma2 = c.m.type == ModelType::gemma2;
-  const std::string_view layer_module =
-      gpt2 ? "transformers GPT2Block.forward" : "transformers LlamaDecoderLayer.forward";
-
-  block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r, c.input_grad);
-  linear_inputs(inv, gpt2 ? "attn.c_attn.input" : "attn.qkv_input", "attention input",
-                c.t.autocast ? (c.m.fused_qkv ? 1 : 3) : 1, c, layer_module);
-  if (c.m.qk_norm == QkNorm::per_head) {
-    const DType qd = c.t.compute;
-    llama_rmsnorm(inv, "attn.q_norm", "q norm", checked_mul(c.x.T, c.x.a), c.x.d, qd, "b·s·a", "d", c.frozen);
-    llama_rmsnorm(inv, "attn.k_norm", "k norm", checked_mul(c.x.T, c.x.k), c.x.d, qd, "b·s·k", "d", c.frozen);
+  const DType out = c.t.projection;
+  const ModelSpec& m = c.m;
+  const std::string layer_module =
+      tree_text(c, [&] { return cat("transformers ", hf_layer_class(m.type), ".forward"); });
+  // Under autocast each linear casts its input anew; otherwise they share one tensor.
+  const auto inputs = [&](std::string_view id, std::string_view what, std::uint64_t linears) {
+    linear_inputs(inv, id, what, c.t.autocast ? linears : 1, c, layer_module);
+  };
+  switch (m.block) {
+    case BlockLayout::pre_norm:
+    case BlockLayout::sandwich: {
+      const bool sandwich = m.block == BlockLayout::sandwich;
+      const bool gpt2 = m.type == ModelType::gpt2;  // GPT2Block's own module names
+      block_norm(inv, gpt2 ? "ln_1" : "input_layernorm", "input norm", c, r, c.input_grad);
+      inputs(gpt2 ? "attn.c_attn.input" : "attn.qkv_input", "attention input", qkv_linears(m));
+      attention_block(inv, c);
+      if (sandwich) block_norm(inv, "post_attention_layernorm", "post-attention norm", c, out);
+      block_norm(inv, gpt2 ? "ln_2" : (sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm"),
+                 "MLP input norm", c, r);
+      inputs(gpt2 ? "mlp.c_fc.input" : "mlp.input", "MLP input", mlp_input_linears(m));
+      mlp_block(inv, c);
+      if (sandwich) block_norm(inv, "post_feedforward_layernorm", "post-MLP norm", c, out);
+      break;
+    }
+    case BlockLayout::post_norm:
+      // No norm on the sublayers' inputs: the projections read the residual stream.
+      inputs("attn.qkv_input", "attention input (the layer input)", qkv_linears(m));
+      attention_block(inv, c);
+      block_norm(inv, "post_attention_layernorm", "post-attention norm", c, out);
+      inputs("mlp.input", "MLP input (the residual stream)", mlp_input_linears(m));
+      mlp_block(inv, c);
+      block_norm(inv, "post_feedforward_layernorm", "post-MLP norm", c, out);
+      break;
+    case BlockLayout::parallel:
+      // One norm's output feeds attention and the MLP.
+      block_norm(inv, "input_layernorm", "input norm", c, r, c.input_grad);
+      inputs("attn_mlp.input", "attention and MLP input", qkv_linears(m) + mlp_input_linears(m));
+      attention_block(inv, c);
+      mlp_block(inv, c);
+      break;
+    case BlockLayout::parallel_two_norms: {
+      // Two norms of the same layer input; nn.LayerNorm keeps that input once.
+      block_norm(inv, "input_layernorm", "attention input norm", c, r, c.input_grad);
+      const NormRows rows{c.x.T, c.x.h, "b·s", "h"};
+      norm_layer(inv, "post_attention_layernorm", "MLP input norm", c, rows,
+                 NormInput{.dtype = r, .grad = c.input_grad, .shared = true});
+      inputs("attn.qkv_input", "attention input", qkv_linears(m));
+      attention_block(inv, c);
+      inputs("mlp.input", "MLP input", mlp_input_linears(m));
+      mlp_block(inv, c);
+      break;
+    }
   }
-  attention_core(inv, c);
-  hidden_dropout_mask(inv, "attn.resid_dropout_mask", c);
-  if (gemma2) gemma_rmsnorm(inv, "post_attention_layernorm", "post-attention norm", c);
-  block_norm(inv, gpt2 ? "ln_2" : (gemma2 ? "pre_feedforward_layernorm" : "post_attention_layernorm"),
-             "MLP input norm", c, r);
-  linear_inputs(inv, gpt2 ? "mlp.c_fc.input" : "mlp.input", "MLP input",
-                c.t.autocast ? (c.m.fused_gate_up || gpt2 ? 1 : 2) : 1, c, layer_module);
-  if (gpt2) {
-    gpt2_mlp(inv, c);
-  } else {
-    gated_mlp(inv, c);
-  }
-  hidden_dropout_mask(inv, "mlp.resid_dropout_mask", c);
-  if (gemma2) gemma_rmsnorm(inv, "post_feedforward_layernorm", "post-MLP norm", c);
   autocast_weight_copies(inv, c, layer_linear_params(c.m));
   if (c.w.lora.kind != Adapter::none) lora_entries(inv, c);
   return inv;
@@ -472,12 +338,22 @@ Inventory hf_model_level(const HfContext& c) {
   if (c.m.positions == Positions::learned) {
     add(inv, "wpe.position_ids", "position ids, kept by the position embedding", x.s, DType::int64, "s",
         "transformers GPT2Model.forward; derivatives.yaml embedding");
-  } else {
-    // cos and sin are computed once per forward ([1, s, d], no grad, in the
-    // embedding output's dtype) and kept by the rotary multiplies of every layer.
-    add(inv, "rotary.cos_sin", "rotary cos and sin tables, shared by all layers",
-        checked_product(2, x.s, x.d), c.t.residual, "2·s·d",
+  } else if (c.m.positions == Positions::rotary && c.m.type != ModelType::gptj) {
+    // cos and sin are computed once per forward ([1, s, rotary columns], no
+    // grad, in the embedding output's dtype) and kept by the rotary
+    // multiplies of every layer. (GPT-J builds its own per layer.)
+    // Gemma 3 builds two, the global layers' and the sliding layers' (their
+    // own rotary bases; Gemma3TextModel.forward).
+    const bool two = c.m.type == ModelType::gemma3_text;
+    add(inv, "rotary.cos_sin",
+        two ? "rotary cos and sin tables, global and local, shared by all layers"
+            : "rotary cos and sin tables, shared by all layers",
+        checked_product(two ? 4 : 2, x.s, rotary_columns(c.m)), c.t.residual,
+        two ? "4·s·d" : (c.m.rotary_dim == 0 ? "2·s·d" : "2·s·d_rot"),
         "transformers LlamaRotaryEmbedding.forward, apply_rotary_pos_emb; derivatives.yaml mul");
+  }
+  if (c.m.embedding_norm) {
+    block_norm(inv, "embed_layernorm", "embedding norm", c, c.t.residual, !c.embeddings_frozen);
   }
   if (c.w.dropout.embedding > 0 && c.m.residual_dropout) {
     add(inv, "embedding.dropout_mask", "embedding dropout mask (bool)", checked_mul(x.T, x.h), DType::boolean,
@@ -548,14 +424,22 @@ void step_buffers(ActivationProfile& p, const HfContext& c) {
   }
   if (w.attention == AttentionImpl::eager) {
     // Eager attention gets a float (b, 1, s, s) mask in the embedding
-    // output's dtype, built once per forward; Gemma 2 builds two (full and
-    // sliding window).
-    const std::uint64_t masks = m.type == ModelType::gemma2 ? 2 : 1;
+    // output's dtype, built once per forward; a model with both full and
+    // sliding-window layers builds one of each (Gemma 2).
+    const bool hybrid = m.sliding_window_layers > 0 && m.sliding_window_layers < m.num_layers;
+    const std::uint64_t masks = hybrid ? 2 : 1;
     add(p.forward_extra, "attention_mask",
         masks == 1 ? "4-D causal mask for eager attention"
                    : "4-D causal masks for eager attention (full and sliding)",
         checked_product(masks, x.b, x.s, x.s), c.t.residual, masks == 1 ? "b·s²" : "2·b·s²",
         "transformers masking_utils.py create_causal_mask (eager_mask)");
+  }
+  if (m.positions == Positions::alibi) {
+    // BLOOM builds the ALiBi bias (b·a, 1, s) once per forward in the
+    // compute dtype; every layer's baddbmm reads it and keeps nothing of it.
+    add(p.forward_extra, "alibi", "ALiBi bias, one row of s per sequence and head",
+        checked_product(x.b, x.a, x.s), c.t.compute, "b·a·s",
+        "transformers BloomModel.forward (build_alibi_tensor); derivatives.yaml baddbmm");
   }
 }
 

@@ -45,10 +45,55 @@ void add_sourced(Inventory& inv, std::string_view id, std::string_view label, st
   });
 }
 
-// The decoder-layer pieces the output layer reuses (hf_activations.cpp).
+// What a norm runs over: `width` elements of each of `rows` rows.
+struct NormRows {
+  std::uint64_t rows = 0;
+  std::uint64_t width = 0;
+  std::string_view rows_expr;
+  std::string_view width_expr;
+};
+
+// A norm's input: its dtype; whether it needs a gradient (false for the
+// lowest recorded layer above frozen embeddings); whether the norm has a
+// weight; whether another norm already keeps the same input tensor; and the
+// weight's size where each head has its own.
+struct NormInput {
+  DType dtype = DType::bf16;
+  bool grad = true;
+  bool weighted = true;
+  bool shared = false;
+  std::uint64_t weight_elements = 0;  ///< the weight's elements when not `width` (one per head: a·d)
+};
+
+// Text only the tree needs, built by `f` in tree mode and empty otherwise,
+// so that the totals path allocates nothing.
+template <class F>
+std::string tree_text(const HfContext& c, const F& f) {
+  return c.detail == Detail::tree ? std::string(f()) : std::string();
+}
+
+// An entry whose label is built by `label()` (tree mode only).
+template <class Label>
+void add_labelled(Inventory& inv, std::string_view id, const Label& label, std::uint64_t elements,
+                  DType dtype, std::string_view expr, std::string_view source) {
+  inv.add(elements, dtype, [&] {
+    return EntryText{std::string(id), std::string(label()), std::string(expr), std::string(source)};
+  });
+}
+
+// The norms (hf_norms.cpp): one norm layer of the model's norm kind; a
+// block norm over the hidden size of every token; the q and k norms.
+void norm_layer(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c,
+                const NormRows& r, const NormInput& in);
 void block_norm(Inventory& inv, std::string_view id, std::string_view what, const HfContext& c, DType input,
                 bool input_grad = true);
+void qk_norms(Inventory& inv, const HfContext& c);
 DType norm_output_dtype(const HfContext& c);
+
+// The attention core (hf_attention.cpp): what SDPA or eager attention keeps.
+void attention_core(Inventory& inv, const HfContext& c);
+
+// The decoder-layer pieces the output layer reuses (hf_activations.cpp).
 void linear_inputs(Inventory& inv, std::string_view id, std::string_view what, std::uint64_t consumers,
                    const HfContext& c, std::string_view module);
 

@@ -87,6 +87,32 @@ const ModelSpec& megatron_rank(const ModelSpec& model, const Workload& w, ModelS
   return storage;
 }
 
+// What the module covers: Megatron-Core's GPT layer (gpt_layer_specs.py):
+// pre-norm blocks of LayerNorm or RMSNorm, per-head q/k norms
+// (qk_layernorm), rotary or learned positions, biases as the config says.
+// The other layouts have no Megatron-Core layer spec in the profile.
+std::string megatron_unmodelled(const ModelSpec& m, const Workload& /*w*/) {
+  std::string_view what;
+  if (m.block != BlockLayout::pre_norm) {
+    what = m.block == BlockLayout::sandwich    ? "sandwich norms (a norm after attention and after the MLP)"
+           : m.block == BlockLayout::post_norm ? "norms after attention and the MLP instead of before"
+                                               : "attention and MLP in parallel";
+  } else if (m.norm == NormKind::rms_norm_fp32_weight || m.norm == NormKind::layer_norm_no_bias) {
+    what = "its norm module";
+  } else if (m.qk_norm != QkNorm::none && m.qk_norm != QkNorm::per_head) {
+    what = "its q/k norms";
+  } else if (m.positions == Positions::alibi) {
+    what = "ALiBi";
+  } else if (m.embedding_norm || m.lm_head_bias) {
+    what = m.embedding_norm ? "a norm on the embeddings" : "a biased output layer";
+  }
+  if (what.empty()) return {};
+  return fmt::format(
+      "the megatron profile models Megatron-Core's GPT layer (pre-norm, per-head q/k norms); "
+      "{} ({}) has {}",
+      m.name, name_of(m.type), what);
+}
+
 // Megatron has no GPipe schedule, so no estimate of its own for one; its
 // estimate knows no adapters.
 std::optional<PlanResult::MegatronEstimate> megatron_own(const ModelSpec& model, const Workload& w) {
@@ -106,6 +132,7 @@ extern const FrameworkModule k_megatron_framework{
     .refusal = megatron_refusal,
     .default_precision = megatron_precision,
     .default_dropout = megatron_dropout,
+    .unmodelled = megatron_unmodelled,
     // A contiguous gradient buffer for the whole run
     // (megatron/core/distributed/param_and_grad_buffer.py).
     .persistent_grads = true,

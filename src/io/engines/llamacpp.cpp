@@ -36,14 +36,17 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
              "unquantized file)");
   }
   // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
-  // architectures have no window); Gemma 2 uses its sliding-window cache
-  // on the even layers (llamacpp_kv).
-  if (model.sliding_window_layers > 0 && model.type == ModelType::gemma2 &&
-      model.sliding_window_layers != (model.num_layers + 1) / 2) {
+  // architectures have no window); Gemma 2 and 3, Cohere 2 and EXAONE 4 use
+  // a sliding-window cache on the layers of their repeating pattern
+  // (llamacpp_kv), which a layer_types list of another shape does not have.
+  const bool swa_family = model.type == ModelType::gemma2 || model.type == ModelType::gemma3_text ||
+                          model.type == ModelType::cohere2 || model.type == ModelType::exaone4;
+  if (swa_family && model.sliding_window_layers > 0 && model.sliding_window_layers < model.num_layers &&
+      model.sliding_period == 0) {
     conflict(origin,
-             fmt::format("{} has {} sliding-window layers of {}; llama.cpp's Gemma 2 slides every other "
-                         "layer",
-                         model.name, model.sliding_window_layers, model.num_layers));
+             fmt::format("{} lists {} sliding-window layers of {} in no repeating pattern; llama.cpp's "
+                         "{} slides a fixed pattern of layers",
+                         model.name, model.sliding_window_layers, model.num_layers, name_of(model.type)));
   }
   if (in.kv_dtype && w.kv_dtype == DType::fp8) {
     conflict(in.kv_dtype->origin,
