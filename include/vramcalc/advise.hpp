@@ -34,19 +34,20 @@ using LeverResolver = std::function<PlanRequest(const LeverSettings& lever)>;
 
 /// One lever applied alone.
 struct Lever {
-  std::string name;             ///< "checkpoint=full", "zero=3", "batch=2 ×4 accumulation"
-  std::string group;            ///< levers of one group exclude each other: "checkpoint"
-  LeverSettings settings;       ///< workload keys and values it sets
-  std::string what;             ///< for people
-  std::string cost;             ///< with a figure
-  std::string source;           ///< of the cost figure
-  std::uint32_t cost_rank = 0;  ///< 0 free … 9 expensive; orders ties in combinations
-  Workload workload;            ///< the plan's input with the lever's settings, resolved
-  std::uint64_t peak_device = 0;
-  std::int64_t bytes_saved = 0;  ///< plan peak − lever peak (negative: it costs memory)
+  std::string name;               ///< "checkpoint=full", "zero=3", "batch=2 ×4 accumulation"
+  std::string group;              ///< levers of one group exclude each other: "checkpoint"
+  LeverSettings settings;         ///< workload keys and values it sets
+  std::string what;               ///< for people
+  std::string cost;               ///< with a figure
+  std::string source;             ///< of the cost figure
+  std::uint32_t cost_rank = 0;    ///< 0 free … 9 expensive; orders ties in combinations
+  Workload workload;              ///< the plan's input with the lever's settings, resolved
+  std::uint64_t peak_device = 0;  ///< UINT64_MAX where it exceeds 64 bits
+  std::int64_t bytes_saved = 0;   ///< plan peak − lever peak (negative: it costs memory)
   bool fits = false;
   /// Bytes one rank moves per step with the lever (communication_bytes):
-  /// memory levers such as ZeRO-3 trade it for traffic.
+  /// memory levers such as ZeRO-3 trade it for traffic. UINT64_MAX where
+  /// it exceeds 64 bits.
   std::uint64_t communication = 0;
 };
 
@@ -61,8 +62,8 @@ struct Combination {
 
 struct Advice {
   std::uint64_t limit_bytes = 0;
-  std::uint64_t peak_device = 0;    ///< of the plan as given
-  std::uint64_t communication = 0;  ///< of the plan as given, per rank and step
+  std::uint64_t peak_device = 0;    ///< of the plan as given; UINT64_MAX past 64 bits
+  std::uint64_t communication = 0;  ///< of the plan as given, per rank and step; likewise
   std::vector<Lever> levers;        ///< sorted by bytes_saved, largest first
   /// The smallest fitting combination; when none fits, all levers together.
   std::optional<Combination> combination;

@@ -45,6 +45,16 @@ std::uint64_t peak_of(const ModelSpec& m, const Workload& w, std::uint64_t& eval
   }
 }
 
+// Bytes one rank moves per step; UINT64_MAX where they exceed 64 bits, as
+// peak_of reads an overflowing peak (a plan that large fits nowhere).
+std::uint64_t traffic_of(const ModelSpec& m, const Workload& w) {
+  try {
+    return communication_bytes(m, w);
+  } catch (const OverflowError&) {
+    return UINT64_MAX;
+  }
+}
+
 std::int64_t saved(std::uint64_t before, std::uint64_t after) {
   constexpr auto max = static_cast<std::uint64_t>(INT64_MAX);
   return after <= before ? static_cast<std::int64_t>(std::min(before - after, max))
@@ -162,17 +172,24 @@ void zero_levers(Levers& out) {
 }
 
 // The cost of an offload lever: host memory and the host link's traffic of
-// its resolved workload `x`.
+// its resolved workload `x`. A workload whose bytes exceed 64 bits fits
+// nowhere (peak_of); its cost says so rather than a number.
 std::string offload_cost(const PlanRequest& r, const Workload& x) {
   const Workload& w = r.workload;
+  const std::uint64_t node = std::min(w.offload.gpus_per_node, w.dp);
   std::uint64_t to_host = 0;
   std::uint64_t from_host = 0;
-  for (const Node& n : host_link_traffic(r.model, x)) {
-    (n.id.starts_with("d2h.") ? to_host : from_host) += n.bytes;
+  std::uint64_t host = 0;
+  try {
+    for (const Node& n : host_link_traffic(r.model, x)) {
+      std::uint64_t& way = n.id.starts_with("d2h.") ? to_host : from_host;
+      way = checked_add(way, n.bytes);
+    }
+    host = checked_mul(estimate(r.model, x).host_bytes, node);
+  } catch (const OverflowError&) {
+    return "the optimizer step runs on the CPU; host memory and traffic exceed 64 bits";
   }
   const double rate = static_cast<double>(w.offload.link_bytes_per_s);
-  const std::uint64_t node = std::min(w.offload.gpus_per_node, w.dp);
-  const std::uint64_t host = checked_mul(estimate(r.model, x).host_bytes, node);
   return fmt::format(
       "the optimizer step runs on the CPU; {} GiB of host memory per node of {} GPU{}; per step "
       "{} GiB to the host ({:.2f} s) and {} GiB back ({:.2f} s) at {:.1f} GB/s each way",
@@ -358,7 +375,7 @@ void evaluate(Advice& a, const ModelSpec& m, std::vector<Lever> levers, std::uin
     l.peak_device = peak_of(m, l.workload, a.evaluations);
     l.bytes_saved = saved(a.peak_device, l.peak_device);
     l.fits = l.peak_device <= limit;
-    l.communication = communication_bytes(m, l.workload);
+    l.communication = traffic_of(m, l.workload);
   }
   std::stable_sort(levers.begin(), levers.end(), [](const Lever& x, const Lever& y) {
     if (x.bytes_saved != y.bytes_saved) return x.bytes_saved > y.bytes_saved;
@@ -481,7 +498,7 @@ Advice advise(const PlanRequest& r, std::uint64_t limit, const LeverResolver& re
   Advice out;
   out.limit_bytes = limit;
   out.peak_device = peak_of(r.model, r.workload, out.evaluations);
-  out.communication = communication_bytes(r.model, r.workload);
+  out.communication = traffic_of(r.model, r.workload);
   Levers levers{r, resolve_lever, out.not_applicable, {}};
   candidates(levers);
   micro_batch(levers, limit, out.evaluations);

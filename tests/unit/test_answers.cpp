@@ -164,6 +164,29 @@ TEST_CASE("advise: a plan that fits needs no lever", "[advise]") {
   CHECK(a.combination->levers.empty());
 }
 
+TEST_CASE("advise on a plan past 64 bits throws nothing: its peak reads as UINT64_MAX", "[advise]") {
+  // The fuzz target's finding: training llama-3.2-1b with a batch of
+  // 2^64 - 1 overflows the token count in the plan and in each offload
+  // lever's host memory. Micro-batches of 1 with accumulation still fit.
+  const ModelSpec m = load_model("llama-3.2-1b");
+  const WorkloadInput in = test::input({{"mode", "train"}, {"batch", "18446744073709551615"}});
+  const PlanRequest r = resolve(m, in);
+  Advice a;
+  REQUIRE_NOTHROW(a = advise(r, 80ULL << 30, lever_resolver(m, in)));
+  CHECK(a.peak_device == UINT64_MAX);
+  REQUIRE(a.combination);
+  CHECK(a.combination->fits);
+  REQUIRE(a.combination->levers.size() == 1);
+  CHECK(a.combination->levers[0].starts_with("batch="));
+  bool offload = false;
+  for (const Lever& l : a.levers) {
+    if (l.name.find("offload") == std::string::npos) continue;
+    offload = true;
+    CHECK_THAT(l.cost, Catch::Matchers::Contains("exceed 64 bits"));
+  }
+  CHECK(offload);
+}
+
 namespace {
 
 // Evaluates an expression of the breakdown's formulas with the leaf's
