@@ -63,6 +63,12 @@ bool resolves(const ModelSpec& m, const Pairs& settings) {
   return true;
 }
 
+/// `json` with the first `from` replaced by `to`.
+inline std::string with(std::string json, const std::string& from, const std::string& to) {
+  json.replace(json.find(from), from.size(), to);
+  return json;
+}
+
 inline ModelSpec model(const std::string& json, const std::string& name = "tiny") {
   return parse_model(json, name + ".json", name);
 }

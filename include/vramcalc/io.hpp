@@ -19,8 +19,8 @@ namespace vramcalc {
 
 // ---- models ---------------------------------------------------------------
 
-/// Parses a Hugging Face config.json (model types llama, mistral, qwen2,
-/// qwen3, gemma, gemma2, phi3, gpt2). `source` names the input in errors.
+/// Parses a Hugging Face config.json of a model type the reader takes
+/// (model_type_names()). `source` names the input in errors.
 [[nodiscard]] ModelSpec parse_model(std::string_view json_text, std::string_view source,
                                     std::string_view name);
 

@@ -104,6 +104,53 @@ enum class Positions : std::uint8_t {
   alibi,    ///< a per-head linear bias on the attention scores (BLOOM, MPT, Falcon's alibi)
 };
 
+/// The multimodal wrapper a config.json describes (its model_type), around
+/// a text model of its own model type.
+enum class Multimodal : std::uint8_t {
+  none,
+  gemma3,      ///< Gemma 3 4B-27B: a SigLIP tower and Gemma3MultiModalProjector
+  llava,       ///< LLaVA 1.5: a CLIP ViT and a two-layer MLP projector
+  llava_next,  ///< LLaVA-NeXT: LLaVA's, plus an image_newline embedding
+  qwen2_vl,    ///< Qwen2-VL: its own ViT with a patch merger
+  qwen2_5_vl,  ///< Qwen2.5-VL: Qwen2-VL's with RMSNorm, a gated MLP, window attention
+  mistral3,    ///< Mistral Small 3.1/3.2: a Pixtral tower, a patch merger and projector
+};
+
+/// The vision tower's module family.
+enum class VisionTower : std::uint8_t {
+  none,
+  siglip,      ///< SiglipVisionModel: no class token, learned positions, LayerNorm
+  clip,        ///< CLIPVisionModel: a class token, pre- and post-LayerNorm
+  qwen2_vl,    ///< Qwen2-VL's ViT: Conv3d patches, fused qkv, LayerNorm, plain MLP
+  qwen2_5_vl,  ///< Qwen2.5-VL's ViT: Qwen2-VL's with RMSNorm and a gated MLP
+  pixtral,     ///< PixtralVisionModel: RMSNorm, a gated MLP, 2-D rotary
+};
+
+/// A multimodal model's vision tower and projector, from its vision_config
+/// (docs/research/arch_other.md, part A). Dv = hidden, Iv = intermediate.
+struct VisionShape {
+  Multimodal wrapper = Multimodal::none;
+  VisionTower tower = VisionTower::none;
+  std::uint64_t hidden = 0;          ///< Dv, the tower's width
+  std::uint64_t intermediate = 0;    ///< Iv, its MLP width
+  std::uint64_t layers = 0;          ///< encoder layers
+  std::uint64_t heads = 0;           ///< attention heads
+  std::uint64_t channels = 3;        ///< input channels
+  std::uint64_t patch = 0;           ///< patch side in pixels
+  std::uint64_t image_size = 0;      ///< image side the positions are learned for (SigLIP, CLIP)
+  std::uint64_t temporal_patch = 1;  ///< frames per patch (Qwen's Conv3d: 2)
+  std::uint64_t merge = 1;           ///< spatial merge: m × m patches per token (Qwen, Mistral 3)
+  std::uint64_t out_hidden = 0;      ///< the patch merger's output width (Qwen)
+  std::uint64_t feature_layers = 1;  ///< hidden states concatenated for the projector (LLaVA)
+  bool pooling_head = false;         ///< SigLIP's attention-pooling head (vision_use_head)
+  bool projector_bias = true;        ///< biases on the projector's linears (LLaVA, Mistral 3)
+  /// Tensor-parallel ranks the tower's attention and MLP are split over
+  /// (vLLM's mm_encoder_tp_mode "weights"); 1 for a whole model.
+  std::uint64_t tp = 1;
+
+  bool operator==(const VisionShape&) const = default;
+};
+
 /// Which attention implementations transformers offers a family
 /// (_supports_sdpa, _supports_flash_attn in its modelling file).
 enum class HfAttentionSupport : std::uint8_t {
@@ -206,6 +253,10 @@ struct ModelShape {
   /// (num_nextn_predict_layers); counted apart from the main model.
   std::uint64_t mtp_layers = 0;
 
+  /// A multimodal wrapper's vision tower and projector (wrapper none for a
+  /// text model); the fields above describe its text model.
+  VisionShape vision{};
+
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output
   /// layer). A whole model holds both.
@@ -247,6 +298,16 @@ struct ModelSpec : ModelShape {
 
 /// The Hugging Face spelling: "llama", "gemma2", ...
 [[nodiscard]] std::string_view name_of(ModelType t);
+
+/// The wrapper's model_type ("gemma3", "llava", ...); "" for a text model.
+[[nodiscard]] std::string_view name_of(Multimodal w);
+
+/// The tower's transformers name ("siglip", "clip", "qwen2_vl", ...).
+[[nodiscard]] std::string_view name_of(VisionTower t);
+
+/// The model's kind in words: its model_type, and for a multimodal wrapper
+/// its text model and tower ("gemma3: gemma3_text with a siglip vision tower").
+[[nodiscard]] std::string model_kind(const ModelShape& m);
 
 /// The prefix of the family's module classes in its modelling file
 /// ("Llama" for LlamaAttention, "GPTNeoX", ...), for the sources.

@@ -17,7 +17,7 @@
 
 namespace vramcalc {
 
-enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head, mtp };
+enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head, mtp, vision };
 
 /// Which decoder layers hold a layer tensor: every layer, only the dense
 /// ones or only the MoE ones (DeepSeek's first layers are dense); `expert`
@@ -44,7 +44,7 @@ struct ParamTensor {
 /// The most tensor kinds one architecture has: 29 for a Llama-style decoder
 /// with learned positions, an embedding norm, every optional bias and norm,
 /// and an untied head with a bias; 17 for GPT-2; more with MoE layers.
-inline constexpr std::size_t k_max_param_tensors = 40;
+inline constexpr std::size_t k_max_param_tensors = 64;
 
 /// Parameter tensor kinds in fixed storage: no heap allocation, for the
 /// paths that must not allocate (estimate_totals). A contiguous range, so it
@@ -124,6 +124,7 @@ struct ParameterCount {
   /// count them (gpt-oss's card leaves the embedding out).
   std::uint64_t active = 0;
   std::uint64_t mtp = 0;  ///< multi-token-prediction modules, not in total
+  std::uint64_t vision = 0;  ///< a multimodal model's vision tower and projector (in total)
 };
 
 [[nodiscard]] ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers);

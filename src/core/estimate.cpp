@@ -134,6 +134,13 @@ Moments inference(Builder& out, const ModelSpec& m, const Workload& w, std::uint
         "quantized kernels' workspaces and dequantisation buffers are not counted "
         "(docs/formulas.md, Quantized weights)");
   }
+  if (out.tree() && m.vision.wrapper != Multimodal::none) {
+    out.b->notes.emplace_back(fmt::format(
+        "{}'s {} vision tower and projector are in the weights (in the model dtype; quantization formats "
+        "here cover the language model); the tower's working set on images{} are not counted yet",
+        name_of(m.vision.wrapper), name_of(m.vision.tower),
+        w.engine == Engine::vllm ? " and vLLM's multimodal profiling and encoder cache" : ""));
+  }
   return engine.serve(out, m, w, vocab);
 }
 

@@ -63,6 +63,7 @@ ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w) {
         break;
       case ParamScope::final_norm:
       case ParamScope::mtp:
+      case ParamScope::vision:
         break;
     }
     out.push_back(t);

@@ -35,6 +35,10 @@ struct ModelTypeName {
 inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::llama, "llama", "Llama", "LlamaDecoderLayer"},
     {ModelType::mistral, "mistral", "Mistral", "MistralDecoderLayer"},
+    // Ministral 3 and Devstral 2 (transformers 5, modular_ministral3.py):
+    // Mistral's modules; the attention only scales the rotated queries by
+    // position (no weights, no cached tensor).
+    {ModelType::mistral, "ministral3", "Ministral3", "Ministral3DecoderLayer"},
     {ModelType::qwen2, "qwen2", "Qwen2", "Qwen2DecoderLayer"},
     {ModelType::qwen3, "qwen3", "Qwen3", "Qwen3DecoderLayer"},
     {ModelType::gemma, "gemma", "Gemma", "GemmaDecoderLayer"},

@@ -561,7 +561,8 @@ void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, 
         if (output_here) gguf_parts(parts, t, c, layers);
         break;
       case ParamScope::position_embedding:
-      case ParamScope::mtp:  // not among the main model's tensors
+      case ParamScope::mtp:     // not among the main model's tensors
+      case ParamScope::vision:  // llama.cpp's is a separate mmproj file (refused)
         break;
     }
   }

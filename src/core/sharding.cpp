@@ -39,6 +39,7 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
       tp == 1 && vocab_pad == 64 ? m.vocab_size : ceil_div(m.vocab_size, vocab_pad) * vocab_pad / tp;
   s.expert_intermediate = m.expert_intermediate / tp;
   s.shared_expert_intermediate = m.shared_expert_intermediate / tp;
+  s.vision.tp = tp;
   s.checkpoint_quant = m.checkpoint_quant;  // its origin and text are the input's, for messages
   return s;
 }
@@ -97,6 +98,8 @@ std::string group_of(ParamScope s) {
       return "lm_head";
     case ParamScope::mtp:
       return "mtp";
+    case ParamScope::vision:
+      return "vision";
   }
   return "?";
 }

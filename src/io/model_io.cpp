@@ -28,7 +28,13 @@ using io::JsonCursor;
 
 std::vector<std::string> model_type_names() {
   std::vector<std::string> out;
-  for (const core::ModelTypeName& n : core::k_model_type_names) out.emplace_back(n.name);
+  for (const core::ModelTypeName& n : core::k_model_type_names) {
+    // The multimodal wrappers before Megatron's arguments, the last entry.
+    if (n.type == ModelType::megatron_gpt) {
+      for (std::string& w : io::multimodal_names()) out.push_back(std::move(w));
+    }
+    out.emplace_back(n.name);
+  }
   return out;
 }
 
@@ -719,6 +725,9 @@ namespace io {
 ModelSpec read_model(const JsonCursor& root, std::string name) {
   if (!root.is_object()) {
     root.fail("expected a JSON object (a Hugging Face config.json), got " + root.shown());
+  }
+  if (auto type = root.find("model_type"); type && type->is_string()) {
+    if (auto w = multimodal_type(type->string())) return read_multimodal(root, *w, std::move(name));
   }
   ModelSpec m;
   m.name = std::move(name);

@@ -16,6 +16,14 @@ namespace vramcalc::io {
 /// inline "model" object).
 [[nodiscard]] ModelSpec read_model(const JsonCursor& root, std::string name);
 
+/// The multimodal wrappers' model_types, in the reader's order.
+[[nodiscard]] std::vector<std::string> multimodal_names();
+/// The wrapper a model_type names, if it names one.
+[[nodiscard]] std::optional<Multimodal> multimodal_type(std::string_view model_type);
+/// Reads a multimodal wrapper's config: its text model and vision tower
+/// (model_multimodal.cpp).
+[[nodiscard]] ModelSpec read_multimodal(const JsonCursor& root, Multimodal w, std::string name);
+
 /// Reads the keys and layout of a family in model_families.cpp (the
 /// decoders beyond the Llama, GPT-2, MoE and Megatron readers of model_io.cpp).
 void read_family(const JsonCursor& root, ModelSpec& m);

@@ -35,6 +35,17 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                                      "(--engine vllm) only so far",
                                      name_of(model.type)));
   }
+  const bool training = in.mode && in.mode->value == Mode::train;
+  if (model.vision.wrapper != Multimodal::none && (training || in.adapter)) {
+    conflict(model.name, fmt::format("training {} ({}: the vision tower's activations on image batches, "
+                                     "frozen or trained) is not modelled yet; serving is",
+                                     model.name, name_of(model.vision.wrapper)));
+  }
+  if (model.vision.wrapper != Multimodal::none && in.engine && in.engine->value == Engine::llamacpp) {
+    conflict(in.engine->origin, fmt::format("llama.cpp loads {}'s vision tower from a separate mmproj GGUF "
+                                            "file, which is not modelled yet",
+                                            model.name));
+  }
   if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving) {
     const ParameterCount pc = count_parameters(model);
     conflict(

@@ -38,7 +38,16 @@ json model_json(const PlanResult& p) {
   const ModelSpec& m = p.request.model;
   json j;
   j["name"] = m.name;
-  j["model_type"] = std::string(name_of(m.type));
+  const bool wrapped = m.vision.wrapper != Multimodal::none;
+  j["model_type"] = std::string(wrapped ? name_of(m.vision.wrapper) : name_of(m.type));
+  j["text_model_type"] = std::string(name_of(m.type));
+  if (wrapped) {
+    const VisionShape& v = m.vision;
+    j["vision"] = {{"tower", name_of(v.tower)}, {"hidden_size", v.hidden}, {"intermediate_size", v.intermediate},
+                   {"num_hidden_layers", v.layers}, {"num_attention_heads", v.heads}, {"patch_size", v.patch}};
+  } else {
+    j["vision"] = nullptr;
+  }
   j["source"] = m.source.empty() ? json(nullptr) : json(m.source);
   j["parameters"] = p.parameters.total;
   const Workload& w = p.request.workload;
@@ -47,7 +56,8 @@ json model_json(const PlanResult& p) {
   j["parameters_by_group"] = {
       {"embedding", p.parameters.embedding},   {"position_embedding", p.parameters.position_embedding},
       {"layers", p.parameters.layers},         {"per_layer", p.parameters.per_layer},
-      {"final_norm", p.parameters.final_norm}, {"lm_head", p.parameters.lm_head}};
+      {"final_norm", p.parameters.final_norm}, {"lm_head", p.parameters.lm_head},
+      {"vision", p.parameters.vision}};
   j["num_hidden_layers"] = m.num_layers;
   j["hidden_size"] = m.hidden_size;
   j["intermediate_size"] = m.intermediate_size;

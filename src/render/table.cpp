@@ -25,7 +25,7 @@ std::string render_table(const PlanResult& p) {
   const ModelSpec& m = p.request.model;
   std::string out;
   out +=
-      fmt::format("{} ({} parameters, {})\n", m.name, format_thousands(p.parameters.total), name_of(m.type));
+      fmt::format("{} ({} parameters, {})\n", m.name, format_thousands(p.parameters.total), model_kind(m));
   out += fmt::format("{}\n", workload_line(p));
   if (!p.request.defaulted.empty()) {
     std::string d;

@@ -27,14 +27,8 @@ std::string tiny(const std::string& type, const std::string& extra = "") {
          extra + "}";
 }
 
-// `json` with `from` replaced by `to` (once).
-std::string with(std::string json, const std::string& from, const std::string& to) {
-  json.replace(json.find(from), from.size(), to);
-  return json;
-}
-
 std::string layers(const std::string& json, int n) {
-  return with(json, "\"num_hidden_layers\": 2", "\"num_hidden_layers\": " + std::to_string(n));
+  return test::with(json, "\"num_hidden_layers\": 2", "\"num_hidden_layers\": " + std::to_string(n));
 }
 
 std::uint64_t total(const ModelSpec& m) {
@@ -339,7 +333,7 @@ TEST_CASE("qwen (v1): intermediate_size counts both MLP halves; c_attn keeps its
 TEST_CASE("baichuan: W_pack; the 13B models' ALiBi is served by vLLM only", "[families]") {
   // hidden_size 8 is not Baichuan 7B's 4096: ALiBi (vLLM baichuan.py).
   const ModelSpec m =
-      test::model(with(tiny("baichuan"), "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2"));
+      test::model(test::with(tiny("baichuan"), "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2"));
   CHECK(m.positions == Positions::alibi);
   // W_pack 3·64, o_proj 64, MLP 288, norms 16 → 560; embed, norm, head.
   CHECK(total(m) == 2 * 560 + 168);

@@ -39,6 +39,13 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
   need(model.expert_intermediate % tp == 0 && model.shared_expert_intermediate % tp == 0,
        fmt::format("the experts' widths ({}, shared {}) are not multiples of {}", model.expert_intermediate,
                    model.shared_expert_intermediate, tp));
+  // The vision tower's heads and MLP split too (mm_encoder_tp_mode "weights").
+  const VisionShape& v = model.vision;
+  if (v.wrapper != Multimodal::none) {
+    need(v.heads % tp == 0 && v.intermediate % tp == 0,
+         fmt::format("the vision tower's {} heads and MLP width {} are not multiples of {}", v.heads,
+                     v.intermediate, tp));
+  }
   const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
   need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
   const Quant& q = w.quant;
