@@ -240,6 +240,13 @@ void read_stablelm(const JsonCursor& root, ModelSpec& m) {
 // packs q, k, v with a bias; intermediate_size counts both MLP halves, so
 // each of w1 and w2 is intermediate_size / 2 wide.
 void read_qwen(const JsonCursor& root, ModelSpec& m) {
+  // Qwen-VL is this text model with a ViT and a resampler (its visual.py)
+  // configured by "visual": counting the text alone would undercount.
+  if (auto v = root.find("visual")) {
+    v->fail(
+        "Qwen-VL's vision tower and resampler are not modelled yet (the text model alone would be "
+        "an undercount)");
+  }
   m.hidden_size = root.at("hidden_size").positive_integer();
   m.num_layers = root.at("num_hidden_layers").positive_integer();
   m.num_attention_heads = m.num_key_value_heads = root.at("num_attention_heads").positive_integer();
