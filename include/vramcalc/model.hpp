@@ -53,6 +53,10 @@ enum class ModelType : std::uint8_t {
   qwen,         ///< Qwen (v1, remote code): fused biased c_attn, MLP of half intermediate_size
   baichuan,     ///< Baichuan, Baichuan 2 (remote code): fused W_pack; ALiBi at 13B
   chatglm,      ///< ChatGLM2/3, GLM-4-9B-chat (remote code): fused qkv and gate_up
+  olmo3,        ///< OLMo 3: OLMo 2's layout, 3 sliding layers in 4
+  qwen2_moe,    ///< Qwen1.5-MoE, Qwen2-MoE: Qwen2 attention, a gated shared expert beside the routed ones
+  olmoe,        ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
+  deepseek_v2,  ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
@@ -238,8 +242,11 @@ struct ModelShape {
   /// The first layers keep a dense MLP of intermediate_size
   /// (DeepSeek's first_k_dense_replace); the rest are MoE layers.
   std::uint64_t dense_layers = 0;
-  bool router_bias = false;        ///< a bias on the router (gpt-oss)
-  bool expert_bias = false;        ///< biases on the experts' projections (gpt-oss)
+  bool router_bias = false;  ///< a bias on the router (gpt-oss)
+  bool expert_bias = false;  ///< biases on the experts' projections (gpt-oss)
+  /// Qwen2-MoE's shared_expert_gate: a Linear(h, 1) whose sigmoid scales
+  /// the shared expert's output.
+  bool shared_expert_gate = false;
   bool router_score_bias = false;  ///< DeepSeek's e_score_correction_bias buffer per router
   bool attention_sinks = false;    ///< one learned sink logit per head (gpt-oss)
 

@@ -48,6 +48,9 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::mixtral, "mixtral", "Mixtral", "MixtralDecoderLayer"},
     {ModelType::qwen3_moe, "qwen3_moe", "Qwen3Moe", "Qwen3MoeDecoderLayer"},
     {ModelType::deepseek_v3, "deepseek_v3", "DeepseekV3", "DeepseekV3DecoderLayer"},
+    // Kimi K2 (remote code, architectures DeepseekV3ForCausalLM): DeepSeek-V3's
+    // modules under its own name (vLLM loads it by that architecture).
+    {ModelType::deepseek_v3, "kimi_k2", "DeepseekV3", "DeepseekV3DecoderLayer"},
     {ModelType::gpt_oss, "gpt_oss", "GptOss", "GptOssDecoderLayer"},
     {ModelType::gemma3_text, "gemma3_text", "Gemma3", "Gemma3DecoderLayer"},
     {ModelType::olmo2, "olmo2", "Olmo2", "Olmo2DecoderLayer"},
@@ -77,6 +80,10 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::qwen, "qwen", "QWen", "QWenBlock"},
     {ModelType::baichuan, "baichuan", "Baichuan", "BaichuanDecoderLayer"},
     {ModelType::chatglm, "chatglm", "GLM", "GLMBlock"},
+    {ModelType::olmo3, "olmo3", "Olmo3", "Olmo3DecoderLayer"},
+    {ModelType::qwen2_moe, "qwen2_moe", "Qwen2Moe", "Qwen2MoeDecoderLayer"},
+    {ModelType::olmoe, "olmoe", "Olmoe", "OlmoeDecoderLayer"},
+    {ModelType::deepseek_v2, "deepseek_v2", "DeepseekV2", "DeepseekV2DecoderLayer"},
     {ModelType::megatron_gpt, "megatron_gpt", "Megatron", "TransformerLayer"},
 });
 

@@ -183,8 +183,11 @@ void add_dense_mlp(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std
 
 // The MoE block of `count` layers (transformers modeling_mixtral.py
 // MixtralSparseMoeBlock, modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock,
+// modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock, modeling_olmoe.py
+// OlmoeSparseMoeBlock, modeling_deepseek_v2.py DeepseekV2Moe,
 // modeling_deepseek_v3.py DeepseekV3MoE, modeling_gpt_oss.py GptOssMLP):
-// the router, E experts, and DeepSeek's shared expert.
+// the router, E experts, and the shared expert (DeepSeek's, Qwen2-MoE's
+// with its gate).
 void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint64_t count) {
   const std::uint64_t h = m.hidden_size;
   const std::uint64_t E = m.experts;
@@ -225,10 +228,22 @@ void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint
   t.push_back(moe(matrix("mlp.experts.down_proj.weight", scope, h, Ie, each), per_expert));
   if (m.shared_expert_intermediate > 0) {
     const std::uint64_t Is = m.shared_expert_intermediate;
-    t.push_back(moe(matrix("mlp.shared_experts.gate_proj.weight", scope, Is, h, count), block));
-    t.push_back(moe(matrix("mlp.shared_experts.up_proj.weight", scope, Is, h, count), block));
-    t.push_back(moe(matrix("mlp.shared_experts.down_proj.weight", scope, h, Is, count), block));
+    const bool qwen = m.type == ModelType::qwen2_moe;  // its module is shared_expert, singular
+    t.push_back(
+        moe(matrix(qwen ? "mlp.shared_expert.gate_proj.weight" : "mlp.shared_experts.gate_proj.weight", scope,
+                   Is, h, count),
+            block));
+    t.push_back(moe(matrix(qwen ? "mlp.shared_expert.up_proj.weight" : "mlp.shared_experts.up_proj.weight",
+                           scope, Is, h, count),
+                    block));
+    t.push_back(
+        moe(matrix(qwen ? "mlp.shared_expert.down_proj.weight" : "mlp.shared_experts.down_proj.weight", scope,
+                   h, Is, count),
+            block));
   }
+  // Qwen2-MoE's shared_expert_gate, nn.Linear(h, 1, bias=False).
+  if (m.shared_expert_gate)
+    t.push_back(moe(matrix("mlp.shared_expert_gate.weight", scope, 1, h, count), block));
 }
 
 // Megatron-Core's GPTModel with Transformer Engine layers (megatron/core/
@@ -420,7 +435,8 @@ void add_projector(const VisionAdder& a) {
       if (v.wrapper == Multimodal::mistral3) {
         // Mistral3MultiModalProjector: an RMSNorm and the patch merger's Linear(Dv·m², Dv).
         a.vec("multi_modal_projector.norm.weight", Dv);
-        a.mat("multi_modal_projector.patch_merger.merging_layer.weight", Dv, checked_product(Dv, v.merge, v.merge));
+        a.mat("multi_modal_projector.patch_merger.merging_layer.weight", Dv,
+              checked_product(Dv, v.merge, v.merge));
       }
       // linear_1 (Dv × feature layers → Dt) and linear_2 (Dt → Dt).
       a.mat("multi_modal_projector.linear_1.weight", Dt, checked_mul(Dv, v.feature_layers));

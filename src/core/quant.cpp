@@ -189,10 +189,11 @@ bool quantized(const ParamTensor& t, const Quant& q) {
   if (!t.matrix) return false;
   // MXFP4 checkpoints (gpt-oss) quantize the routed experts only.
   if (q.kind == QuantKind::mxfp4) return t.kind == LayerKind::expert;
-  // MoE routers stay unquantized (vLLM builds them with quant_config=None:
-  // models/mixtral.py, qwen3_moe.py, deepseek_v2.py; gpt_oss.py).
-  if (t.kind == LayerKind::moe &&
-      (t.id.ends_with(".gate.weight") || t.id.find("router") != std::string_view::npos))
+  // MoE routers and Qwen2-MoE's one-output shared-expert gate stay
+  // unquantized (vLLM builds them with quant_config=None: models/mixtral.py,
+  // qwen2_moe.py, qwen3_moe.py, deepseek_v2.py; gpt_oss.py).
+  if (t.kind == LayerKind::moe && (t.id.ends_with(".gate.weight") || t.id.ends_with("_gate.weight") ||
+                                   t.id.find("router") != std::string_view::npos))
     return false;
   if (t.scope == ParamScope::layer) return true;
   return t.scope == ParamScope::lm_head && q.quantize_lm_head;

@@ -144,6 +144,14 @@ void read_olmo2(const JsonCursor& root, ModelSpec& m) {
   read_bias_pair(root, m, "attention_bias", false);
 }
 
+// OLMo 3 (modular_olmo3.py): OLMo 2's modules, with sliding-window
+// attention on the layers layer_types marks (3 in 4, window 4096, by
+// Olmo3Config's defaults).
+void read_olmo3(const JsonCursor& root, ModelSpec& m) {
+  read_olmo2(root, m);
+  read_window_pattern(root, m, 4096, 4);
+}
+
 // EXAONE 4 (modeling_exaone4.py): OLMo 2's post-norm block with Llama's
 // RMSNorm, q/k norms per head, and 3 sliding layers in 4 ("LLLG").
 void read_exaone4(const JsonCursor& root, ModelSpec& m) {
@@ -505,6 +513,8 @@ void read_family(const JsonCursor& root, ModelSpec& m) {
       return read_gemma3_text(root, m);
     case ModelType::olmo2:
       return read_olmo2(root, m);
+    case ModelType::olmo3:
+      return read_olmo3(root, m);
     case ModelType::exaone4:
       return read_exaone4(root, m);
     case ModelType::cohere:

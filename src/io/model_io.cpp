@@ -138,6 +138,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
       case ModelType::qwen2:
       case ModelType::qwen3:
       case ModelType::qwen3_moe:
+      case ModelType::qwen2_moe:
         if (optional_bool(root, "use_sliding_window", false)) {
           std::uint64_t first = 0;
           if (auto c = root.find("max_window_layers")) first = c->non_negative_integer();
@@ -372,9 +373,57 @@ void read_megatron_gpt(const JsonCursor& root, ModelSpec& m) {
   m.hidden_dropout = root.has("hidden_dropout") ? optional_probability(root, "hidden_dropout") : 0.1;
 }
 
+// Qwen's MoE decoder layers (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer):
+// a layer is dense when listed in mlp_only_layers or off the
+// decoder_sparse_step; only all-MoE layouts are modelled.
+void require_every_layer_sparse(const JsonCursor& root) {
+  const std::uint64_t step = optional_count(root, "decoder_sparse_step", 1);
+  if (step != 1) {
+    throw InputError(io::pointer_to(root, "decoder_sparse_step"),
+                     fmt::format("{}: only every layer sparse (1) is modelled", step));
+  }
+  if (auto only = root.find("mlp_only_layers"); only && !only->json().empty()) {
+    only->fail("dense layers among MoE layers are not modelled yet (expected [])");
+  }
+}
+
+// DeepSeek's MoE layers (DeepseekV2DecoderLayer, DeepseekV3DecoderLayer):
+// routed experts of moe_intermediate_size, n_shared_experts of the same
+// width always active, and the first first_k_dense_replace layers dense.
+void read_deepseek_moe(const JsonCursor& root, ModelSpec& m) {
+  m.experts = root.at("n_routed_experts").positive_integer();
+  m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
+  m.shared_expert_intermediate =
+      checked_mul(m.expert_intermediate, optional_count(root, "n_shared_experts", 0));
+  m.dense_layers = optional_count(root, "first_k_dense_replace", 0);
+  if (m.dense_layers >= m.num_layers) {
+    throw InputError(io::pointer_to(root, "first_k_dense_replace"),
+                     fmt::format("{} leaves no MoE layer of {}", m.dense_layers, m.num_layers));
+  }
+  const std::uint64_t freq = optional_count(root, "moe_layer_freq", 1);
+  if (freq != 1) {
+    throw InputError(io::pointer_to(root, "moe_layer_freq"),
+                     fmt::format("{}: only every layer after the dense ones sparse (1) is modelled", freq));
+  }
+}
+
+// Multi-head latent attention (DeepseekV2Attention, DeepseekV3Attention):
+// q through a rank-q_lora_rank bottleneck (or a plain q_proj when it is
+// null), k and v from a shared rank-kv_lora_rank latent.
+void read_mla(const JsonCursor& root, ModelSpec& m) {
+  m.q_lora_rank = optional_count(root, "q_lora_rank", 0);
+  m.kv_lora_rank = root.at("kv_lora_rank").positive_integer();
+  m.qk_nope_head_dim = root.at("qk_nope_head_dim").positive_integer();
+  m.qk_rope_head_dim = root.at("qk_rope_head_dim").positive_integer();
+  m.v_head_dim = root.at("v_head_dim").positive_integer();
+  m.head_dim = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
+}
+
 // Mixture-of-experts keys, as each family's configuration class names them
 // (configuration_mixtral.py, configuration_qwen3_moe.py,
-// configuration_deepseek_v3.py, configuration_gpt_oss.py).
+// configuration_qwen2_moe.py, configuration_olmoe.py,
+// configuration_deepseek_v2.py, configuration_deepseek_v3.py,
+// configuration_gpt_oss.py).
 void read_moe(const JsonCursor& root, ModelSpec& m) {
   switch (m.type) {
     case ModelType::mixtral:
@@ -386,50 +435,39 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
       m.expert_intermediate = m.intermediate_size;
       m.router_bias = m.expert_bias = m.attention_sinks = true;
       break;
-    case ModelType::qwen3_moe: {
+    case ModelType::olmoe:
+      // OlmoeExperts: each expert an MLP of intermediate_size.
+      m.experts = root.at("num_experts").positive_integer();
+      m.expert_intermediate = m.intermediate_size;
+      break;
+    case ModelType::qwen3_moe:
       m.experts = root.at("num_experts").positive_integer();
       m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
-      // Qwen3MoeDecoderLayer: a layer is dense when listed in mlp_only_layers
-      // or off the decoder_sparse_step; only all-MoE layouts are modelled.
-      const std::uint64_t step = optional_count(root, "decoder_sparse_step", 1);
-      if (step != 1) {
-        throw InputError(io::pointer_to(root, "decoder_sparse_step"),
-                         fmt::format("{}: only every layer sparse (1) is modelled", step));
-      }
-      if (auto only = root.find("mlp_only_layers"); only && !only->json().empty()) {
-        only->fail("dense layers among MoE layers are not modelled yet (expected [])");
-      }
+      require_every_layer_sparse(root);
       break;
-    }
-    case ModelType::deepseek_v3: {
-      m.experts = root.at("n_routed_experts").positive_integer();
+    case ModelType::qwen2_moe:
+      // Qwen2MoeSparseMoeBlock: shared_expert (an MLP of
+      // shared_expert_intermediate_size) scaled by sigmoid(shared_expert_gate).
+      m.experts = root.at("num_experts").positive_integer();
       m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
-      m.shared_expert_intermediate =
-          checked_mul(m.expert_intermediate, optional_count(root, "n_shared_experts", 0));
-      m.dense_layers = optional_count(root, "first_k_dense_replace", 0);
-      if (m.dense_layers >= m.num_layers) {
-        throw InputError(io::pointer_to(root, "first_k_dense_replace"),
-                         fmt::format("{} leaves no MoE layer of {}", m.dense_layers, m.num_layers));
-      }
-      const std::uint64_t freq = optional_count(root, "moe_layer_freq", 1);
-      if (freq != 1) {
-        throw InputError(
-            io::pointer_to(root, "moe_layer_freq"),
-            fmt::format("{}: only every layer after the dense ones sparse (1) is modelled", freq));
-      }
+      m.shared_expert_intermediate = root.at("shared_expert_intermediate_size").non_negative_integer();
+      m.shared_expert_gate = m.shared_expert_intermediate > 0;
+      require_every_layer_sparse(root);
+      break;
+    case ModelType::deepseek_v2:
+      // DeepseekV2Moe's router is a plain Linear(h, E): no correction bias,
+      // and no multi-token-prediction layers.
+      read_deepseek_moe(root, m);
+      read_mla(root, m);
+      break;
+    case ModelType::deepseek_v3:
+      read_deepseek_moe(root, m);
       // DeepseekV3TopkRouter registers e_score_correction_bias, a buffer the
       // checkpoint stores.
       m.router_score_bias = true;
       m.mtp_layers = optional_count(root, "num_nextn_predict_layers", 0);
-      // Multi-head latent attention (DeepseekV3Attention).
-      m.q_lora_rank = optional_count(root, "q_lora_rank", 0);
-      m.kv_lora_rank = root.at("kv_lora_rank").positive_integer();
-      m.qk_nope_head_dim = root.at("qk_nope_head_dim").positive_integer();
-      m.qk_rope_head_dim = root.at("qk_rope_head_dim").positive_integer();
-      m.v_head_dim = root.at("v_head_dim").positive_integer();
-      m.head_dim = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
+      read_mla(root, m);
       break;
-    }
     default:
       return;
   }
@@ -455,6 +493,9 @@ bool reads_llama_style(ModelType t) {
     case ModelType::qwen3_moe:
     case ModelType::deepseek_v3:
     case ModelType::gpt_oss:
+    case ModelType::qwen2_moe:
+    case ModelType::olmoe:
+    case ModelType::deepseek_v2:
       return true;
     default:
       return false;
@@ -470,7 +511,7 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   if (auto kv = root.find("num_key_value_heads")) m.num_key_value_heads = kv->positive_integer();
   check_kv_heads(root, m);
   m.vocab_size = root.at("vocab_size").positive_integer();
-  m.head_dim = m.type == ModelType::deepseek_v3
+  m.head_dim = m.type == ModelType::deepseek_v3 || m.type == ModelType::deepseek_v2
                    ? 0
                    : read_head_dim(root, m.type, m.hidden_size, m.num_attention_heads);
   m.max_position_embeddings = 2048;  // LlamaConfig default; most configs set it
@@ -480,6 +521,8 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
   m.norm = gemma ? NormKind::rms_norm_one_plus : NormKind::rms_norm;
   m.block = m.type == ModelType::gemma2 ? BlockLayout::sandwich : BlockLayout::pre_norm;
   m.qk_norm = m.type == ModelType::qwen3 || m.type == ModelType::qwen3_moe ? QkNorm::per_head : QkNorm::none;
+  // OlmoeAttention: q_norm over a·d and k_norm over g·d, before the heads split.
+  if (m.type == ModelType::olmoe) m.qk_norm = QkNorm::full_width;
   m.gated_mlp = true;
   m.fused_qkv = m.fused_gate_up = m.residual_dropout = m.type == ModelType::phi3;
 
@@ -495,10 +538,22 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
     case ModelType::qwen2:
       m.qkv_bias = true;
       break;
+    case ModelType::qwen2_moe:
+      // Qwen2MoeConfig.qkv_bias (newer configs; older classes hard-code the bias).
+      m.qkv_bias = optional_bool(root, "qkv_bias", true);
+      break;
+    case ModelType::deepseek_v2:
+      // DeepseekV2Attention puts attention_bias on q_a_proj, kv_a_proj_with_mqa
+      // and o_proj, not on q/k/v: only the released bias-free layout is read.
+      if (optional_bool(root, "attention_bias", false)) {
+        root.at("attention_bias").fail("biased latent projections are not modelled yet (expected false)");
+      }
+      break;
     case ModelType::llama:
     case ModelType::qwen3:
     case ModelType::qwen3_moe:
     case ModelType::deepseek_v3:
+    case ModelType::olmoe:
     case ModelType::gemma:
     case ModelType::gemma2:
       m.qkv_bias = m.o_bias = optional_bool(root, "attention_bias", false);
@@ -572,6 +627,7 @@ const std::vector<std::string>& used_keys() {
                                                 "experts_per_token",
                                                 "moe_intermediate_size",
                                                 "n_shared_experts",
+                                                "shared_expert_intermediate_size",
                                                 "first_k_dense_replace",
                                                 "moe_layer_freq",
                                                 "decoder_sparse_step",
@@ -665,6 +721,7 @@ const std::vector<std::string>& ignored_keys() {
                                                 "output_router_logits",
                                                 "router_jitter_noise",
                                                 "norm_topk_prob",
+                                                "clip_qkv",
                                                 "aux_loss_alpha",
                                                 "seq_aux",
                                                 "ep_size",

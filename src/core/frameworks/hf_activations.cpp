@@ -342,9 +342,10 @@ Inventory hf_model_level(const HfContext& c) {
     // cos and sin are computed once per forward ([1, s, rotary columns], no
     // grad, in the embedding output's dtype) and kept by the rotary
     // multiplies of every layer. (GPT-J builds its own per layer.)
-    // Gemma 3 builds two, the global layers' and the sliding layers' (their
-    // own rotary bases; Gemma3TextModel.forward).
-    const bool two = c.m.type == ModelType::gemma3_text;
+    // Gemma 3 and OLMo 3 build two, the global layers' and the sliding
+    // layers' (their own rotary bases or scaling; Gemma3TextModel.forward,
+    // Olmo3Model.forward).
+    const bool two = c.m.type == ModelType::gemma3_text || c.m.type == ModelType::olmo3;
     add(inv, "rotary.cos_sin",
         two ? "rotary cos and sin tables, global and local, shared by all layers"
             : "rotary cos and sin tables, shared by all layers",

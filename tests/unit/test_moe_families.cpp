@@ -1,0 +1,119 @@
+// The mixture-of-experts and latent-attention families beyond Mixtral,
+// Qwen3-MoE, DeepSeek-V3 and gpt-oss, and OLMo 3, on tiny models worked by
+// hand: each one's parameter count (total and active) and its KV cache.
+//
+// Tiny dimensions: h = 8, a = 2 heads of d = 4, one KV head, V = 10, two
+// layers; E = 4 experts, k = 2 per token.
+#include <catch2/catch.hpp>
+
+#include "core/inventory.hpp"
+#include "helpers.hpp"
+#include "vramcalc/formulas.hpp"
+#include "vramcalc/parameters.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+std::string tiny(const std::string& type, const std::string& extra) {
+  return R"({"model_type": ")" + type + R"(", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+      "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 16, )" +
+         extra + "}";
+}
+
+// vLLM's page for one layer: 16 tokens of `elements` K and V values, bf16.
+std::uint64_t page_of(const ModelSpec& m) {
+  return vllm_page_bytes(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
+}
+
+}  // namespace
+
+TEST_CASE("qwen2_moe: Qwen2 attention, routed experts and a gated shared expert", "[families][moe]") {
+  const ModelSpec m = test::model(tiny("qwen2_moe", R"("intermediate_size": 24, "moe_intermediate_size": 6,
+      "shared_expert_intermediate_size": 12, "num_experts": 4, "num_experts_per_tok": 2)"));
+  CHECK(m.shared_expert_gate);
+  // q 64 + 8, k 32 + 4, v 32 + 4, o 64 → 208; router 4·8 = 32, experts
+  // 4 · 3·8·6 = 576, shared expert 3·8·12 = 288, its gate 8 → 904; two
+  // norms 16 → 1128 a layer; embed 80, final norm 8, lm_head 80 (untied).
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.total == 2 * 1128 + 168);
+  // A token uses 2 of the 4 experts (144 each): 2 · 144 idle per layer.
+  CHECK(c.active == c.total - 2 * 2 * 144);
+  // vLLM's page: K and V of one head of 4, 16 tokens, 2 B.
+  CHECK(page_of(m) == 2 * 16 * 4 * 2);
+  // Qwen's rule that dense layers may sit among the sparse ones is refused.
+  CHECK_THROWS_WITH(test::model(tiny("qwen2_moe", R"("intermediate_size": 24, "moe_intermediate_size": 6,
+      "shared_expert_intermediate_size": 12, "num_experts": 4, "num_experts_per_tok": 2,
+      "decoder_sparse_step": 2)")),
+                    Catch::Contains("only every layer sparse"));
+}
+
+TEST_CASE("olmoe: q/k norms over all heads, experts of intermediate_size", "[families][moe]") {
+  const ModelSpec m =
+      test::model(tiny("olmoe", R"("intermediate_size": 12, "num_experts": 4, "num_experts_per_tok": 2)"));
+  CHECK(m.qk_norm == QkNorm::full_width);
+  CHECK(m.expert_intermediate == 12);
+  // q, k, v, o 192; q_norm a·d 8, k_norm k·d 4; router 32, experts
+  // 4 · 3·8·12 = 1152; two norms 16 → 1404 a layer; untied head.
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.total == 2 * 1404 + 168);
+  CHECK(c.active == c.total - 2 * 2 * 288);
+  CHECK(page_of(m) == 2 * 16 * 4 * 2);
+}
+
+TEST_CASE("deepseek_v2: latent attention without a q bottleneck, no router bias, no MTP", "[families][moe]") {
+  const ModelSpec m = test::model(tiny("deepseek_v2", R"("intermediate_size": 12, "moe_intermediate_size": 6,
+      "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
+      "q_lora_rank": null, "kv_lora_rank": 4, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2,
+      "v_head_dim": 2)"));
+  CHECK_FALSE(m.router_score_bias);
+  CHECK(m.mtp_layers == 0);
+  // MLA: q_proj 2·(2+2)·8 = 64, kv_a (4+2)·8 = 48, its norm 4, kv_b
+  // 2·(2+2)·4 = 32, o 8·2·2 = 32 → 180. Layer 0 dense MLP 3·8·12 = 288;
+  // layer 1: router 32, experts 4 · 3·8·6 = 576, shared 3·8·6 = 144 → 752.
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.total == 2 * 180 + 288 + 752 + 2 * 16 + 168);
+  CHECK(c.active == c.total - 2 * 144);
+  // vLLM caches the latent and the rotated key: 4 + 2 values per token.
+  CHECK(page_of(m) == 16 * (4 + 2) * 2);
+  CHECK_THROWS_WITH(test::model(tiny("deepseek_v2", R"("intermediate_size": 12, "moe_intermediate_size": 6,
+      "n_routed_experts": 4, "num_experts_per_tok": 2, "kv_lora_rank": 4, "qk_nope_head_dim": 2,
+      "qk_rope_head_dim": 2, "v_head_dim": 2, "attention_bias": true)")),
+                    Catch::Contains("biased latent projections"));
+}
+
+TEST_CASE("kimi_k2 reads as DeepSeek-V3's modules", "[families][moe]") {
+  const std::string body = R"("intermediate_size": 12, "moe_intermediate_size": 6, "n_routed_experts": 4,
+      "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1, "q_lora_rank": 6,
+      "kv_lora_rank": 4, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2, "v_head_dim": 2)";
+  const ModelSpec kimi = test::model(tiny("kimi_k2", body));
+  CHECK(kimi.type == ModelType::deepseek_v3);
+  CHECK(count_parameters(kimi).total == count_parameters(test::model(tiny("deepseek_v3", body))).total);
+}
+
+TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables", "[families]") {
+  const std::string four = test::with(tiny("olmo3", R"("intermediate_size": 12, "sliding_window": 2)"),
+                                      "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 4");
+  const ModelSpec m = test::model(four);
+  CHECK(m.sliding_window_layers == 3);
+  CHECK(m.sliding_period == 4);
+  // OLMo 2's layer (test_families.cpp): 508 a layer; untied head.
+  CHECK(count_parameters(m).total == 4 * 508 + 168);
+  // transformers generate, one sequence of 5 tokens: one full layer of 5 and
+  // three sliding layers of 2, 2 · 1 · 4 · 2 B = 16 B per token per layer.
+  WorkloadInput in = test::input({{"batch", "1"}, {"seq", "5"}});
+  CHECK(test::component(estimate(m, resolve(m, in).workload), Component::kv_cache) == (5 + 3 * 2) * 16);
+  // Olmo3Model.forward builds the sliding and the full layers' cos and sin:
+  // token ids 2·3 · 8 B = 48, and 4·s·d · 2 B = 96 for b = 2, s = 3.
+  const core::ActivationProfile p = core::hf_profile(
+      m, resolve(m, test::input({{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}}))
+             .workload);
+  CHECK(core::total_bytes(p.model) == 48 + 96);
+  // The layer itself is OLMo 2's (test_families.cpp).
+  const ModelSpec olmo2 = test::model(test::with(four, "\"olmo3\"", "\"olmo2\""));
+  const core::ActivationProfile p2 = core::hf_profile(
+      olmo2,
+      resolve(olmo2, test::input({{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}}))
+          .workload);
+  CHECK(core::total_bytes(p.layer) == core::total_bytes(p2.layer));
+}
