@@ -37,6 +37,9 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "k") return x.m.num_key_value_heads;
   if (name == "d") return x.m.head_dim;
   if (name == "I") return x.m.intermediate_size;
+  if (name == "E" && x.m.experts > 0) return x.m.experts;
+  if (name == "topk" && x.m.experts > 0) return x.m.experts_per_token;
+  if (name == "Ie" && x.m.experts > 0) return x.m.expert_intermediate;
   if (name == "V" || name == "v") return x.vocab;
   if (name == "L" || name == "layers") return x.m.num_layers;
   if (name == "window") return x.m.sliding_window;

@@ -46,13 +46,20 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                                             "file, which is not modelled yet",
                                             model.name));
   }
-  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving) {
+  // transformers generate runs the routed experts through grouped_mm
+  // (hf_generate.cpp); latent attention's decompressed cache and gpt-oss's
+  // sink attention are not modelled there yet.
+  const bool hf_serving = (!in.mode || in.mode->value == Mode::infer) && !in.adapter &&
+                          (!in.engine || in.engine->value == Engine::hf) && model.kv_lora_rank == 0 &&
+                          !model.attention_sinks;
+  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving && !hf_serving) {
     const ParameterCount pc = count_parameters(model);
     conflict(
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
                     "but budgets for these layers are modelled for Megatron training (--mode train "
-                    "--framework megatron) and vLLM serving (--engine vllm) only so far",
+                    "--framework megatron), vLLM serving (--engine vllm) and, without latent attention "
+                    "or attention sinks, transformers generate only so far",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),

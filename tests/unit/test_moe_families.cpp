@@ -117,3 +117,29 @@ TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables", "
           .workload);
   CHECK(core::total_bytes(p.layer) == core::total_bytes(p2.layer));
 }
+
+TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, by hand", "[families][moe]") {
+  const ModelSpec m = test::model(tiny("qwen3_moe", R"("head_dim": 4, "intermediate_size": 24,
+      "moe_intermediate_size": 6, "num_experts": 4, "num_experts_per_tok": 2)"));
+  // One sequence of 3 tokens in bf16: T = 3 tokens, S = T·k = 6 routed rows.
+  const Workload w = test::workload(m, {{"batch", "1"}, {"seq", "3"}});
+  const Budget b = estimate(m, w);
+  // Residual and MLP input T·h 48 + 48; router logits T·E 24; top-k
+  // indices 6 int64 48 and weights 12; the experts' accumulator 48;
+  // token_idx, perm, inv_perm and the sorted ids 4·S int64 192; sorted
+  // weights 12; gathered and sorted rows 2·S·h 192; gate_up and the product
+  // 3·S·I_e 216; the down output before and after the weight multiply
+  // 2·S·h 192 (more than act(gate)'s S·I_e 72); histc and offsets 16 + 16.
+  const std::uint64_t moe = 48 + 48 + 24 + 48 + 12 + 48 + 192 + 12 + 192 + 216 + 192 + 16 + 16;
+  // Larger than attention's 384 (residual, input, qkv, rotary, output) and
+  // the output's 108.
+  REQUIRE(b.phases.size() == 3);
+  CHECK(b.phases[1].name == "prefill");
+  // Beside the weights, the cache and the cuBLAS workspace.
+  CHECK(b.phases[1].total ==
+        b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + moe);
+  // Latent attention and gpt-oss's sinks are not modelled under generate.
+  CHECK_THROWS_WITH(test::workload(load_model("deepseek-v3"), {}), Catch::Contains("transformers generate"));
+  CHECK_THROWS_WITH(test::workload(load_model("gpt-oss-120b"), {}), Catch::Contains("attention sinks"));
+  CHECK_THROWS_WITH(test::workload(m, {{"mode", "train"}}), Catch::Contains("vLLM serving"));
+}

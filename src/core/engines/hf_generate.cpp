@@ -27,6 +27,56 @@ constexpr std::string_view k_working_set_source =
     "vramcalc derivation from the transformers module code (no_grad: tensors are freed "
     "when their last reference goes)";
 
+// An MoE layer's MLP under no_grad with transformers 5's default experts
+// implementation, grouped_mm (integrations/moe.py grouped_mm_experts_forward,
+// huggingface/transformers@0261a467116de4a9103b58200f9d82f8fb5a0e86): the
+// S = T·topk routed rows are gathered, sorted by expert, run through
+// torch._grouped_mm and put back. Every intermediate is a named local, so
+// all live until the function returns; the worst moment is the routing-weight
+// multiply (the old and the new down output) or, for wide experts, the
+// activation (act(gate) beside the gate_up output and the product). Beside
+// it the block keeps the router's logits `T·E` and its top-k indices and
+// weights `T·topk`, and a shared expert's output `T·h` (counted as alive).
+// docs/research/arch_decoders_b.md, section 0.2.
+void moe_working_set(Inventory& mlp, const ModelSpec& m, std::uint64_t T, DType c, std::string_view phase) {
+  const std::uint64_t S = checked_mul(T, m.experts_per_token);
+  const std::uint64_t Sh = checked_mul(S, m.hidden_size);
+  const std::uint64_t SI = checked_mul(S, m.expert_intermediate);
+  auto add = [&](std::string_view id, std::string_view label, std::uint64_t elements, DType dtype,
+                 std::string_view expr, std::string_view source) {
+    mlp.add(elements, dtype, [&] {
+      return EntryText{cat(phase, id), std::string(label), std::string(expr), std::string(source)};
+    });
+  };
+  constexpr std::string_view grouped = "transformers integrations/moe.py grouped_mm_experts_forward";
+  constexpr std::string_view block =
+      "transformers modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock (and each family's)";
+  add(".router_logits", "router logits", checked_mul(T, m.experts), c, "b·t·E", block);
+  add(".top_k_index", "top-k expert indices", checked_mul(T, m.experts_per_token), DType::int64, "b·t·topk",
+      block);
+  add(".top_k_weights", "top-k routing weights", checked_mul(T, m.experts_per_token), c, "b·t·topk", block);
+  if (m.shared_expert_intermediate > 0) {
+    add(".shared_expert_output", "the shared expert's output", checked_mul(T, m.hidden_size), c, "b·t·h",
+        "transformers modeling_qwen2_moe.py Qwen2MoeSparseMoeBlock");
+  }
+  add(".experts_output", "the experts' output accumulator", checked_mul(T, m.hidden_size), c, "b·t·h",
+      grouped);
+  add(".routing_indices", "token_idx, perm, inv_perm and the sorted expert ids", checked_mul(4, S),
+      DType::int64, "4·b·t·topk", grouped);
+  add(".sorted_weights", "routing weights sorted by expert", S, c, "b·t·topk", grouped);
+  add(".gathered_rows", "the routed rows, gathered and sorted by expert", checked_mul(2, Sh), c,
+      "2·b·t·topk·h", grouped);
+  add(".gate_up", "gate_up output and act(gate)·up", checked_mul(3, SI), c, "3·b·t·topk·Ie", grouped);
+  // The later of the two moments: the old and new down output, or act(gate).
+  const bool down = checked_mul(2, Sh) >= SI;
+  add(down ? ".down_outputs" : ".act_gate",
+      down ? "the down output before and after the routing-weight multiply" : "act(gate), before the product",
+      down ? checked_mul(2, Sh) : SI, c, down ? "2·b·t·topk·h" : "b·t·topk·Ie", grouped);
+  add(".tokens_per_expert", "rows per expert (histc, fp32)", m.experts, DType::fp32, "E", grouped);
+  add(".expert_offsets", "their cumulative offsets for grouped_mm (int32)", m.experts, DType::int32, "E",
+      grouped);
+}
+
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
 // dynamic or static cache): tensors alive together at the worst moment of
@@ -53,7 +103,9 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   Inventory mlp(detail);
   add(mlp, ".residual", "residual stream", Th, c, "b·t·h");
   add(mlp, ".mlp_input", "normalised MLP input", Th, c, "b·t·h");
-  if (m.gated_mlp) {
+  if (m.experts > 0) {
+    moe_working_set(mlp, m, T, c, phase);
+  } else if (m.gated_mlp) {
     const std::uint64_t factor = m.fused_gate_up ? 4 : 3;
     mlp.add(checked_mul(factor, TI), c, [&] {
       return EntryText{
@@ -179,8 +231,12 @@ Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint6
                           m.num_key_value_heads, m.num_attention_heads)
             : "");
   });
-  out.assume(Component::transient, [] {
-    return "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only";
+  out.assume(Component::transient, [&] {
+    return fmt::format(
+        "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only{}",
+        m.experts > 0 ? "; the experts through grouped_mm, transformers 5's default (4.x loops over the "
+                        "experts and holds fewer rows at once)"
+                      : "");
   });
 
   Moments moments;
