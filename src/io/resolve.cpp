@@ -49,17 +49,33 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
   // transformers generate runs the routed experts through grouped_mm
   // (hf_generate.cpp); latent attention's decompressed cache and gpt-oss's
   // sink attention are not modelled there yet.
-  const bool hf_serving = (!in.mode || in.mode->value == Mode::infer) && !in.adapter &&
-                          (!in.engine || in.engine->value == Engine::hf) && model.kv_lora_rank == 0 &&
-                          !model.attention_sinks;
-  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving && !hf_serving) {
+  const bool hf_layers = model.kv_lora_rank == 0 && !model.attention_sinks && !in.adapter;
+  const bool hf_serving = hf_layers && (!in.mode || in.mode->value == Mode::infer) &&
+                          (!in.engine || in.engine->value == Engine::hf);
+  // Training with the hf profile: its autograd inventory of grouped_mm
+  // (hf_moe.cpp); autocast's casts around torch._grouped_mm are not derived.
+  const bool hf_training_layers = hf_layers && model.experts > 0 && in.mode &&
+                                  in.mode->value == Mode::train &&
+                                  (!in.framework || in.framework->value == Framework::hf);
+  const bool autocast = !in.precision || in.precision->value == Precision::amp;  // amp: the hf default
+  if (hf_training_layers && autocast) {
+    conflict(in.precision ? in.precision->origin : "--precision",
+             fmt::format("training {}'s experts is modelled without autocast so far (how autocast casts "
+                         "around torch._grouped_mm is not derived): give --precision pure (transformers 5 "
+                         "loading bf16 weights) or mixed",
+                         model.name));
+  }
+  const bool hf_training = hf_training_layers && !autocast;
+  if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving && !hf_serving &&
+      !hf_training) {
     const ParameterCount pc = count_parameters(model);
     conflict(
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
                     "but budgets for these layers are modelled for Megatron training (--mode train "
                     "--framework megatron), vLLM serving (--engine vllm) and, without latent attention "
-                    "or attention sinks, transformers generate only so far",
+                    "or attention sinks, transformers generate and training (without adapters) only so "
+                    "far",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),

@@ -296,10 +296,20 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"mode", "qlora"}, {"lora_targets", "all-linear"}, {"checkpoint", "none"}},
            {{"mode", "lora"}, {"lora_dtype", "bf16"}, {"lora_targets", "attn"}},
            {{"mode", "qlora"}, {"framework", "unsloth"}, {"offload", "activations"}, {"seq", "4096"}},
-           {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}}}) {
+           {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}},
+           // A mixture of experts under transformers' generate and training.
+           {{"model", "qwen3-30b-a3b"}, {"seq", "4096"}},
+           {{"model", "qwen3-30b-a3b"}, {"mode", "train"}, {"precision", "pure"}, {"seq", "2048"}}}) {
     WorkloadInput in;
-    for (const auto& [k, v] : settings) set_from_text(in, k, v, "--" + k);
-    const ModelSpec m = load_model("llama-3.1-8b");
+    std::string model = "llama-3.1-8b";
+    for (const auto& [k, v] : settings) {
+      if (k == "model") {
+        model = v;
+      } else {
+        set_from_text(in, k, v, "--" + k);
+      }
+    }
+    const ModelSpec m = load_model(model);
     const Budget b = estimate(m, resolve(m, in).workload);
     std::size_t checked = 0;
     std::size_t leaves = 0;

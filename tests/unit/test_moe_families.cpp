@@ -141,5 +141,31 @@ TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, b
   // Latent attention and gpt-oss's sinks are not modelled under generate.
   CHECK_THROWS_WITH(test::workload(load_model("deepseek-v3"), {}), Catch::Contains("transformers generate"));
   CHECK_THROWS_WITH(test::workload(load_model("gpt-oss-120b"), {}), Catch::Contains("attention sinks"));
-  CHECK_THROWS_WITH(test::workload(m, {{"mode", "train"}}), Catch::Contains("vLLM serving"));
+  CHECK_THROWS_WITH(test::workload(m, {{"mode", "lora"}}), Catch::Contains("vLLM serving"));
+}
+
+TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its backward, by hand",
+          "[families][moe][activations]") {
+  const std::string shape = R"("head_dim": 4, "intermediate_size": 12, "moe_intermediate_size": 6,
+      "num_experts": 4, "num_experts_per_tok": 2)";
+  const ModelSpec moe = test::model(tiny("qwen3_moe", shape));
+  const ModelSpec dense = test::model(tiny("qwen3", shape));
+  // b = 2, s = 3 (T = 6, S = T·topk = 12 routed rows), pure bf16.
+  const Workload w =
+      test::workload(moe, {{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}});
+  const core::ActivationProfile p = core::hf_profile(moe, w);
+  const core::ActivationProfile q = core::hf_profile(
+      dense, test::workload(dense, {{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}}));
+  // The dense layer's MLP keeps gate, up, act and product, T·I = 72 values
+  // each: 4 · 144. The MoE layer keeps instead: router probabilities T·E
+  // fp32 96; top-k indices T·topk int64 96 and fp32 weights 48; token_idx,
+  // perm and inv_perm 3·S int64 288; offsets E int32 16; the sorted rows
+  // S·h 192; gate_up 2·S·Ie 288; act(gate) 144; the product 144; the down
+  // output S·h 192; the sorted weights S 24.
+  const std::uint64_t kept = 96 + 96 + 48 + 288 + 16 + 192 + 288 + 144 + 144 + 192 + 24;
+  CHECK(core::total_bytes(p.layer) == core::total_bytes(q.layer) - 4 * 144 + kept);
+  // Backward: 3·S·Ie intermediate gradients and the rows' S·h, bf16.
+  CHECK(core::total_bytes(p.layer_backward) == (3 * 12 * 6 + 12 * 8) * 2);
+  // Autocast (the hf default, amp) is refused, naming the way out.
+  CHECK_THROWS_WITH(test::workload(moe, {{"mode", "train"}}), Catch::Contains("--precision pure"));
 }

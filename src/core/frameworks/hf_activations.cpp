@@ -246,6 +246,8 @@ std::uint64_t qkv_linears(const ModelSpec& m) {
   return m.fused_qkv || m.type == ModelType::gpt2 ? 1 : 3;
 }
 std::uint64_t mlp_input_linears(const ModelSpec& m) {
+  // An MoE layer: the router, and a shared expert's gate, up and gate.
+  if (m.experts > 0) return m.shared_expert_intermediate > 0 ? 4 : 1;
   return m.gated_mlp && !m.fused_gate_up ? 2 : 1;
 }
 
@@ -256,7 +258,9 @@ void attention_block(Inventory& inv, const HfContext& c) {
 }
 
 void mlp_block(Inventory& inv, const HfContext& c) {
-  if (c.m.gated_mlp) {
+  if (c.m.experts > 0) {
+    moe_mlp(inv, c);
+  } else if (c.m.gated_mlp) {
     gated_mlp(inv, c);
   } else {
     plain_mlp(inv, c);
@@ -405,11 +409,15 @@ void step_buffers(ActivationProfile& p, const HfContext& c) {
   // A layer's backward: the MLP's intermediate gradients are the largest
   // working set (the down projection's input gradient, then both factors'
   // gradients of the product, in the compute dtype).
-  const std::uint64_t mlp_grads = checked_product(m.gated_mlp ? 3 : 2, x.T, x.I);
-  add(p.layer_backward, "layer_backward.mlp_grads",
-      m.gated_mlp ? "MLP intermediate gradients (product, act, up)" : "MLP intermediate gradients", mlp_grads,
-      c.t.projection, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
-      "derivation from derivatives.yaml mm and mul backward");
+  if (m.experts > 0) {
+    moe_backward(p.layer_backward, c);
+  } else {
+    const std::uint64_t mlp_grads = checked_product(m.gated_mlp ? 3 : 2, x.T, x.I);
+    add(p.layer_backward, "layer_backward.mlp_grads",
+        m.gated_mlp ? "MLP intermediate gradients (product, act, up)" : "MLP intermediate gradients",
+        mlp_grads, c.t.projection, m.gated_mlp ? "3·b·s·I" : "2·b·s·I",
+        "derivation from derivatives.yaml mm and mul backward");
+  }
   // QLoRA: bitsandbytes' MatMul4Bit dequantizes the weight again for the
   // input's gradient, one linear at a time (autograd/_functions.py backward).
   if (w.lora.kind == Adapter::qlora) {

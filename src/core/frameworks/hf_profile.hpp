@@ -103,4 +103,9 @@ void chunked_loss_forward(Inventory& inv, const HfContext& c);
 void chunked_loss_backward(ActivationProfile& p, const HfContext& c);
 void standard_loss(ActivationProfile& p, const HfContext& c);
 
+// A mixture-of-experts layer's MLP under autograd and its backward working
+// set (hf_moe.cpp): the router, grouped_mm experts and a shared expert.
+void moe_mlp(Inventory& inv, const HfContext& c);
+void moe_backward(Inventory& inv, const HfContext& c);
+
 }  // namespace vramcalc::core
