@@ -169,3 +169,22 @@ TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its ba
   // Autocast (the hf default, amp) is refused, naming the way out.
   CHECK_THROWS_WITH(test::workload(moe, {{"mode", "train"}}), Catch::Contains("--precision pure"));
 }
+
+TEST_CASE("hf training: Qwen2-MoE's gated shared expert beside the routed ones, by hand",
+          "[families][moe][activations]") {
+  const std::string shape = R"("intermediate_size": 12, "moe_intermediate_size": 6, "num_experts": 4,
+      "num_experts_per_tok": 2)";
+  const ModelSpec plain = test::model(tiny("qwen2_moe", shape + R"(, "shared_expert_intermediate_size": 0)"));
+  const ModelSpec shared =
+      test::model(tiny("qwen2_moe", shape + R"(, "shared_expert_intermediate_size": 12)"));
+  const test::Settings pure = {{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}};
+  const auto layer = [&](const ModelSpec& m) {
+    return core::total_bytes(core::hf_profile(m, test::workload(m, pure)).layer);
+  };
+  // The shared expert (Is = 12, T = 6): gate and up 2·72 values, act 72,
+  // the product 72, its output T·h 48 and the gate's sigmoid T 6, bf16.
+  CHECK(layer(shared) == layer(plain) + (144 + 72 + 72 + 48 + 6) * 2);
+  // transformers generate's cache is Qwen2's: 2 · 1 head · 4 dims per token.
+  const Workload w = test::workload(shared, {{"batch", "3"}, {"seq", "5"}});
+  CHECK(test::component(estimate(shared, w), Component::kv_cache) == 2 * 2 * 15 * 4 * 2);
+}
