@@ -57,6 +57,9 @@ enum class ModelType : std::uint8_t {
   qwen2_moe,    ///< Qwen1.5-MoE, Qwen2-MoE: Qwen2 attention, a gated shared expert beside the routed ones
   olmoe,        ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
   deepseek_v2,  ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
+  bert,         ///< BERT: a bidirectional encoder, post-LN blocks, learned positions and token types
+  roberta,      ///< RoBERTa: BERT's modules, positions offset past the padding index
+  xlm_roberta,  ///< XLM-RoBERTa: RoBERTa's modules with a larger vocabulary
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
@@ -88,6 +91,9 @@ enum class BlockLayout : std::uint8_t {
   /// x + attn(norm1(x)) + mlp(norm2(x)): two norms of the same input
   /// (GPT-NeoX, Falcon-40B and 180B)
   parallel_two_norms,
+  /// norm(x + attn(x)), then norm(x + mlp(x)): the original Transformer's
+  /// post-LN, 2 norms on the residual sums (BERT, RoBERTa)
+  post_ln,
 };
 
 /// A normalisation of the queries and keys inside attention.
@@ -263,6 +269,15 @@ struct ModelShape {
   /// A multimodal wrapper's vision tower and projector (wrapper none for a
   /// text model); the fields above describe its text model.
   VisionShape vision{};
+
+  /// An encoder (BERT, RoBERTa): bidirectional attention, no KV cache, no
+  /// output layer or final norm; one forward per batch of sequences.
+  bool encoder_only = false;
+  std::uint64_t type_vocab_size = 0;  ///< rows of the token-type embedding (BERT's segments)
+  bool pooler = false;                ///< BertPooler: a dense h×h with bias on the first token
+  /// Rows of the learned position table before the first position
+  /// (RoBERTa: padding_idx + 1 = 2, so 514 rows hold 512 positions).
+  std::uint64_t position_offset = 0;
 
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output

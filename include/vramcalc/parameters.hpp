@@ -17,7 +17,19 @@
 
 namespace vramcalc {
 
-enum class ParamScope : std::uint8_t { embedding, position_embedding, layer, final_norm, lm_head, mtp, vision };
+/// Where a tensor sits: the input embeddings, the layers, the output end
+/// (final norm, output layer, an encoder's pooler), a DeepSeek MTP module or
+/// a multimodal model's vision tower.
+enum class ParamScope : std::uint8_t {
+  embedding,
+  position_embedding,
+  layer,
+  final_norm,
+  lm_head,
+  mtp,
+  vision,
+  pooler,
+};
 
 /// Which decoder layers hold a layer tensor: every layer, only the dense
 /// ones or only the MoE ones (DeepSeek's first layers are dense); `expert`
@@ -123,8 +135,9 @@ struct ParameterCount {
   /// dense model. Embedding and output head count, as Mistral and Qwen
   /// count them (gpt-oss's card leaves the embedding out).
   std::uint64_t active = 0;
-  std::uint64_t mtp = 0;  ///< multi-token-prediction modules, not in total
+  std::uint64_t mtp = 0;     ///< multi-token-prediction modules, not in total
   std::uint64_t vision = 0;  ///< a multimodal model's vision tower and projector (in total)
+  std::uint64_t pooler = 0;  ///< an encoder's pooler (BERT's dense on the first token; in total)
 };
 
 [[nodiscard]] ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers);

@@ -64,6 +64,7 @@ ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w) {
       case ParamScope::final_norm:
       case ParamScope::mtp:
       case ParamScope::vision:
+      case ParamScope::pooler:
         break;
     }
     out.push_back(t);

@@ -12,6 +12,7 @@ std::uint64_t norms_per_layer(const ModelShape& m) {
     case BlockLayout::pre_norm:
     case BlockLayout::post_norm:
     case BlockLayout::parallel_two_norms:
+    case BlockLayout::post_ln:
       return 2;
     case BlockLayout::sandwich:
       return 4;
@@ -313,6 +314,40 @@ void add_llama_style(const ModelSpec& m, ParamTensorList& t) {
   if (norm_has_bias(m.norm)) t.push_back(vector("norm.bias", ParamScope::final_norm, h, 1));
 }
 
+// BERT and RoBERTa encoders (transformers models/bert/modeling_bert.py
+// BertEmbeddings, BertLayer, BertPooler; docs/research/arch_other.md, B1 and
+// B2): word, position and token-type embeddings and their LayerNorm; per
+// layer biased query, key, value and output, a biased plain MLP and two
+// LayerNorms on the residual sums; no final norm and no output layer; the
+// pooler's dense h×h with its bias.
+void add_bert(const ModelSpec& m, ParamTensorList& t) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t L = m.num_layers;
+  const std::uint64_t I = m.intermediate_size;
+  const auto layer = ParamScope::layer;
+  t.push_back(matrix("embeddings.word_embeddings.weight", ParamScope::embedding, m.vocab_size, h, 1));
+  t.push_back(matrix("embeddings.position_embeddings.weight", ParamScope::position_embedding,
+                     m.max_position_embeddings, h, 1));
+  if (m.type_vocab_size > 0) {
+    t.push_back(
+        matrix("embeddings.token_type_embeddings.weight", ParamScope::embedding, m.type_vocab_size, h, 1));
+  }
+  t.push_back(vector("embeddings.LayerNorm.weight_bias", ParamScope::embedding, h, 2));
+  t.push_back(matrix("attention.self.query_key_value.weight", layer, h, h, checked_mul(3, L)));
+  t.push_back(vector("attention.self.query_key_value.bias", layer, h, checked_mul(3, L)));
+  t.push_back(matrix("attention.output.dense.weight", layer, h, h, L));
+  t.push_back(vector("attention.output.dense.bias", layer, h, L));
+  t.push_back(matrix("intermediate.dense.weight", layer, I, h, L));
+  t.push_back(vector("intermediate.dense.bias", layer, I, L));
+  t.push_back(matrix("output.dense.weight", layer, h, I, L));
+  t.push_back(vector("output.dense.bias", layer, h, L));
+  t.push_back(vector("layernorms.weight_bias", layer, h, checked_mul(4, L)));
+  if (m.pooler) {
+    t.push_back(matrix("pooler.dense.weight", ParamScope::pooler, h, h, 1));
+    t.push_back(vector("pooler.dense.bias", ParamScope::pooler, h, 1));
+  }
+}
+
 // ---- Multimodal wrappers: the vision tower and projector ------------------
 // (transformers models/{siglip,clip,qwen2_vl,qwen2_5_vl,pixtral}/modeling_*.py
 // and the wrappers' projectors; docs/research/arch_other.md, part A.) The
@@ -474,6 +509,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
     add_gpt2(m, t);
   } else if (m.type == ModelType::megatron_gpt) {
     add_megatron_gpt(m, t);
+  } else if (m.encoder_only) {
+    add_bert(m, t);
   } else {
     add_llama_style(m, t);
   }
@@ -481,7 +518,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   // initialised from the first stage's embedding and kept equal by an
   // all-reduce of their gradients (Megatron-LM megatron/core/models/common/
   // language_module/language_module.py setup_embeddings_and_output_layer).
-  if (!m.tie_word_embeddings || (m.holds_head && !m.holds_embedding)) {
+  const bool output_layer = !m.encoder_only;
+  if (output_layer && (!m.tie_word_embeddings || (m.holds_head && !m.holds_embedding))) {
     t.push_back(matrix("lm_head.weight", ParamScope::lm_head, m.vocab_size, m.hidden_size, 1));
   }
   if (m.lm_head_bias && m.holds_head)
@@ -497,7 +535,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   for (const ParamTensor& p : t) {
     const bool input = p.scope == ParamScope::embedding || p.scope == ParamScope::position_embedding ||
                        p.scope == ParamScope::vision;
-    const bool output = p.scope == ParamScope::final_norm || p.scope == ParamScope::lm_head;
+    const bool output =
+        p.scope == ParamScope::final_norm || p.scope == ParamScope::lm_head || p.scope == ParamScope::pooler;
     if ((input && !m.holds_embedding) || (output && !m.holds_head)) continue;
     stage.push_back(p);
   }
@@ -573,6 +612,9 @@ ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint6
         break;
       case ParamScope::vision:
         c.vision = checked_add(c.vision, n);
+        break;
+      case ParamScope::pooler:
+        c.pooler = checked_add(c.pooler, n);
         break;
     }
   }

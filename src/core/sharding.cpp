@@ -100,6 +100,8 @@ std::string group_of(ParamScope s) {
       return "mtp";
     case ParamScope::vision:
       return "vision";
+    case ParamScope::pooler:
+      return "pooler";
   }
   return "?";
 }

@@ -505,6 +505,51 @@ void read_bloom(const JsonCursor& root, ModelSpec& m) {
   m.attention_dropout = optional_probability(root, "attention_dropout");
 }
 
+// ---- Encoders -----------------------------------------------------------------
+
+// BERT, RoBERTa and XLM-RoBERTa (configuration_bert.py BertConfig,
+// configuration_roberta.py; modeling_bert.py): a bidirectional encoder of
+// post-LN blocks, biased projections, a plain GELU MLP, learned absolute
+// positions (RoBERTa's table has max_position_embeddings rows, two of them
+// before the first position), token-type embeddings, and the pooler that
+// AutoModel's BertModel(add_pooling_layer=True) builds. Relative position
+// embeddings are refused.
+void read_bert(const JsonCursor& root, ModelSpec& m) {
+  read_standard_dims(root, m, 0, 512);
+  m.encoder_only = true;
+  m.pooler = true;
+  m.positions = Positions::learned;
+  m.norm = NormKind::layer_norm;
+  m.block = BlockLayout::post_ln;
+  m.gated_mlp = false;
+  m.activation = Activation::gelu;
+  if (auto act = root.find("hidden_act")) m.activation = read_activation(*act);
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.embedding_norm = true;
+  m.tie_word_embeddings = true;  // no output layer of its own
+  m.type_vocab_size = optional_count(root, "type_vocab_size", 2);
+  if (m.type != ModelType::bert) {
+    // RobertaEmbeddings: position ids start at padding_idx + 1
+    // (create_position_ids_from_input_ids), pad_token_id 1 by RobertaConfig.
+    m.position_offset = checked_add(optional_count(root, "pad_token_id", 1), 1);
+    if (m.position_offset >= m.max_position_embeddings) {
+      root.at("max_position_embeddings")
+          .fail(fmt::format("{} rows leave no position after the padding index {}", m.max_position_embeddings,
+                            m.position_offset - 1));
+    }
+  }
+  if (auto p = root.find("position_embedding_type"); p && p->string() != "absolute") {
+    p->fail(fmt::format("\"{}\" positions are not modelled yet (expected \"absolute\")", p->string()));
+  }
+  if (root.has("is_decoder") && optional_bool(root, "is_decoder", false)) {
+    root.at("is_decoder").fail("BERT as a causal decoder is not modelled (expected false)");
+  }
+  m.hidden_dropout = m.embedding_dropout = optional_probability(root, "hidden_dropout_prob");
+  m.attention_dropout = optional_probability(root, "attention_probs_dropout_prob");
+  m.residual_dropout = true;
+  m.hf_attention = HfAttentionSupport::sdpa;
+}
+
 }  // namespace
 
 void read_family(const JsonCursor& root, ModelSpec& m) {
@@ -553,6 +598,10 @@ void read_family(const JsonCursor& root, ModelSpec& m) {
       return read_falcon(root, m);
     case ModelType::bloom:
       return read_bloom(root, m);
+    case ModelType::bert:
+    case ModelType::roberta:
+    case ModelType::xlm_roberta:
+      return read_bert(root, m);
     default:
       throw std::logic_error("read_family: not a family of model_families.cpp");
   }

@@ -678,6 +678,11 @@ const std::vector<std::string>& used_keys() {
                                                 "num_ln_in_parallel_attn",
                                                 "no_rope_layers",
                                                 "no_rope_layer_interval",
+                                                "type_vocab_size",
+                                                "position_embedding_type",
+                                                "hidden_dropout_prob",
+                                                "attention_probs_dropout_prob",
+                                                "is_decoder",
                                                 "workload",
                                                 "model"};
   return keys;
@@ -707,6 +712,7 @@ const std::vector<std::string>& ignored_keys() {
                                                 "_name_or_path",
                                                 "attn_implementation",
                                                 "scale_attn_weights",
+                                                "rotary",
                                                 "reorder_and_upcast_attn",
                                                 "scale_attn_by_inverse_layer_idx",
                                                 "task_specific_params",

@@ -36,6 +36,19 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                                      name_of(model.type)));
   }
   const bool training = in.mode && in.mode->value == Mode::train;
+  if (model.encoder_only && (training || in.adapter)) {
+    conflict(model.name, fmt::format("training the encoder {} ({}: its masked-LM or classification head and "
+                                     "loss) is not modelled yet; inference is",
+                                     model.name, name_of(model.type)));
+  }
+  if (model.encoder_only && in.engine && in.engine->value != Engine::hf) {
+    conflict(in.engine->origin, fmt::format("the encoder {} is modelled under transformers (--engine hf) so "
+                                            "far; {}'s pooling runner is not",
+                                            model.name, name_of(in.engine->value)));
+  }
+  if (model.encoder_only && in.draft) {
+    conflict(in.draft->origin, "an encoder does not generate: a draft model does not apply");
+  }
   if (model.vision.wrapper != Multimodal::none && (training || in.adapter)) {
     conflict(model.name, fmt::format("training {} ({}: the vision tower's activations on image batches, "
                                      "frozen or trained) is not modelled yet; serving is",
@@ -169,10 +182,16 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
 void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
   w.batch = pick(r, in.batch, std::uint64_t{1}, "batch");
-  w.seq = pick(r, in.seq, std::min<std::uint64_t>(4096, model.max_position_embeddings), "seq");
-  if (model.positions == Positions::learned && w.seq > model.max_position_embeddings) {
-    conflict(in.seq->origin, fmt::format("{} exceeds the {} positions of {}'s learned position embeddings",
-                                         w.seq, model.max_position_embeddings, model.name));
+  const std::uint64_t positions = model.max_position_embeddings - model.position_offset;
+  w.seq = pick(r, in.seq, std::min<std::uint64_t>(4096, positions), "seq");
+  if (model.positions == Positions::learned && w.seq > positions) {
+    conflict(in.seq->origin,
+             fmt::format("{} exceeds the {} positions of {}'s learned position embeddings{}", w.seq,
+                         positions, model.name,
+                         model.position_offset > 0
+                             ? fmt::format(" ({} rows, the first {} before the first position)",
+                                           model.max_position_embeddings, model.position_offset)
+                             : ""));
   }
 
   w.dtype = pick(r, in.dtype, DType::bf16, "dtype");

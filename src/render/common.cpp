@@ -54,7 +54,7 @@ std::string_view mode_text(const Workload& w) {
 }
 
 std::string workload_line(const PlanResult& p) {
-  return workload_line(p.request.workload);
+  return workload_line(p.request.workload, p.request.model);
 }
 
 std::optional<CheckpointQuant> checkpoint_quant(const PlanResult& p) {
@@ -99,7 +99,7 @@ std::string parallel_text(const Parallel& p) {
          (p.pp > 1 ? fmt::format(" (stage {}'s rank shown), ", p.stage.value_or(0)) : " (one rank shown), ");
 }
 
-std::string workload_line(const Workload& w) {
+std::string workload_line(const Workload& w, const ModelShape& m) {
   if (w.mode == Mode::infer && w.engine == Engine::vllm) {
     return fmt::format(
         "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, KV cache {}, "
@@ -115,6 +115,12 @@ std::string workload_line(const Workload& w) {
                               ? fmt::format(" + {} extra tokens", w.engine_config.vllm.lora_extra_vocab)
                               : "")
             : "");
+  }
+  if (w.mode == Mode::infer && m.encoder_only) {
+    return fmt::format(
+        "infer, encoder: batch {} × {} tokens, weights {}, no KV cache, {} ({} attention), dp {}", w.batch,
+        w.seq, w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
+        name_of(w.engine), name_of(w.attention), w.dp);
   }
   if (w.mode == Mode::infer) {
     return fmt::format(

@@ -37,7 +37,8 @@ struct CheckpointQuant {
   std::string what;      ///< "planned as stored", "dequantized for training", ...
 };
 [[nodiscard]] std::optional<CheckpointQuant> checkpoint_quant(const PlanResult& p);
-[[nodiscard]] std::string workload_line(const Workload& w);
+/// The workload in one line; `m` says what the model caches (an encoder nothing).
+[[nodiscard]] std::string workload_line(const Workload& w, const ModelShape& m);
 
 /// A component's bytes live at the peak moment.
 [[nodiscard]] std::uint64_t at_peak(const Budget& b, Component c);

@@ -41,7 +41,8 @@ std::string knob_table(const FitReport& r, bool explain) {
   const FitResult& f = *r.result;
   const FitSearch& s = f.search;
   std::string out;
-  out += fmt::format("{}: {}\n", r.request.model.name, render_detail::workload_line(r.request.workload));
+  out += fmt::format("{}: {}\n", r.request.model.name,
+                     render_detail::workload_line(r.request.workload, r.request.model));
   out += fmt::format("limit: {} GiB ({})\n\n", format_gib(r.limit_bytes), r.limit_text);
   if (s.answer) {
     out += fmt::format("{}: {}\n", question(r), *s.answer);
@@ -68,7 +69,8 @@ std::string knob_table(const FitReport& r, bool explain) {
 
 std::string catalog_table(const FitReport& r) {
   std::string out;
-  out += fmt::format("{}: {}\n", r.request.model.name, render_detail::workload_line(r.request.workload));
+  out += fmt::format("{}: {}\n", r.request.model.name,
+                     render_detail::workload_line(r.request.workload, r.request.model));
   out += fmt::format("GPUs needed, smallest total memory first ({})\n\n", r.limit_text);
   out += fmt::format("{:<16} {:>12} {:>7} {:>12}\n", "gpu", "GiB each", "count", "total GiB");
   std::string none;
@@ -88,7 +90,7 @@ std::string knob_markdown(const FitReport& r) {
   const FitResult& f = *r.result;
   const FitSearch& s = f.search;
   std::string out = fmt::format("### vramcalc fit: {} for {}\n\n", question(r), r.request.model.name);
-  out += fmt::format("`{}`\n\n", render_detail::workload_line(r.request.workload));
+  out += fmt::format("`{}`\n\n", render_detail::workload_line(r.request.workload, r.request.model));
   out += fmt::format("Limit: **{} GiB** ({}).\n\n", format_gib(r.limit_bytes), r.limit_text);
   out += s.answer ? fmt::format("Answer: **{}**\n\n", *s.answer) : "Answer: **nothing fits**\n\n";
   out += "| " + std::string(name_of(s.knob)) + " | peak device GiB | fits |\n|---:|---:|:---:|\n";
@@ -104,7 +106,7 @@ std::string knob_markdown(const FitReport& r) {
 
 std::string catalog_markdown(const FitReport& r) {
   std::string out = fmt::format("### vramcalc fit: GPUs for {}\n\n", r.request.model.name);
-  out += fmt::format("`{}`\n\n", render_detail::workload_line(r.request.workload));
+  out += fmt::format("`{}`\n\n", render_detail::workload_line(r.request.workload, r.request.model));
   out += "| gpu | GiB each | count | total GiB |\n|---|---:|---:|---:|\n";
   for (const GpuNeed& n : r.needs) {
     if (n.count) {

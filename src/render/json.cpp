@@ -43,8 +43,9 @@ json model_json(const PlanResult& p) {
   j["text_model_type"] = std::string(name_of(m.type));
   if (wrapped) {
     const VisionShape& v = m.vision;
-    j["vision"] = {{"tower", name_of(v.tower)}, {"hidden_size", v.hidden}, {"intermediate_size", v.intermediate},
-                   {"num_hidden_layers", v.layers}, {"num_attention_heads", v.heads}, {"patch_size", v.patch}};
+    j["vision"] = {{"tower", name_of(v.tower)},           {"hidden_size", v.hidden},
+                   {"intermediate_size", v.intermediate}, {"num_hidden_layers", v.layers},
+                   {"num_attention_heads", v.heads},      {"patch_size", v.patch}};
   } else {
     j["vision"] = nullptr;
   }
@@ -57,7 +58,7 @@ json model_json(const PlanResult& p) {
       {"embedding", p.parameters.embedding},   {"position_embedding", p.parameters.position_embedding},
       {"layers", p.parameters.layers},         {"per_layer", p.parameters.per_layer},
       {"final_norm", p.parameters.final_norm}, {"lm_head", p.parameters.lm_head},
-      {"vision", p.parameters.vision}};
+      {"vision", p.parameters.vision},         {"pooler", p.parameters.pooler}};
   j["num_hidden_layers"] = m.num_layers;
   j["hidden_size"] = m.hidden_size;
   j["intermediate_size"] = m.intermediate_size;

@@ -24,8 +24,7 @@ std::string render_table(const PlanResult& p) {
   const Budget& b = p.budget;
   const ModelSpec& m = p.request.model;
   std::string out;
-  out +=
-      fmt::format("{} ({} parameters, {})\n", m.name, format_thousands(p.parameters.total), model_kind(m));
+  out += fmt::format("{} ({} parameters, {})\n", m.name, format_thousands(p.parameters.total), model_kind(m));
   out += fmt::format("{}\n", workload_line(p));
   if (!p.request.defaulted.empty()) {
     std::string d;

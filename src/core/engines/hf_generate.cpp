@@ -144,13 +144,21 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
     add(attn, ".probs_fp32", "fp32 softmax", scores, DType::fp32, "b·a·t·c");
   }
   // Logits of the last position only (generate sets logits_to_keep = 1),
-  // and generate's fp32 copy of them.
+  // and generate's fp32 copy of them. An encoder returns its last hidden
+  // states and the pooler's output on the first token instead.
   const std::uint64_t bV = checked_mul(b, m.vocab_size);
   Inventory head(detail);
   add(head, ".final_hidden", "final hidden states", Th, c, "b·t·h");
-  add(head, ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py");
-  add(head, ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
-      "transformers generation/utils.py");
+  if (m.encoder_only) {
+    if (m.pooler) {
+      add(head, ".pooler_output", "the pooler's output (tanh of a dense on the first token)",
+          checked_mul(b, m.hidden_size), c, "b·h", "transformers modeling_bert.py BertPooler");
+    }
+  } else {
+    add(head, ".logits", "last-position logits", bV, c, "b·V", "transformers generation/utils.py");
+    add(head, ".logits_fp32", "fp32 copy of the last-position logits", bV, DType::fp32, "b·V",
+        "transformers generation/utils.py");
+  }
   // bitsandbytes 4-bit (0.45–0.49 MatMul4Bit; 0.50's fallback beyond its
   // small-input kernel) dequantizes each weight to the compute dtype when
   // the input has more than one row: one layer's largest weight at a time.
@@ -208,7 +216,26 @@ void hf_weights(Branch& weights, const ModelSpec& /*full*/, const ModelSpec& /*m
                  });
 }
 
+// An encoder (BERT, RoBERTa): one forward over each batch of whole
+// sequences, bidirectional, with nothing cached between calls
+// (transformers BertModel.forward).
+Moments hf_encode(Builder& out, const ModelSpec& m, const Workload& w) {
+  const Detail d = out.detail;
+  out.set(Component::kv_cache, Branch(d));
+  out.assume(Component::kv_cache, [] { return "an encoder caches nothing: each call is one forward"; });
+  out.assume(Component::transient, [&] {
+    return fmt::format("one forward of {} sequences of {} tokens, attending both ways", w.batch, w.seq);
+  });
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  add_moment(moments, k_load_moment, live, Inventory(d));
+  add_moment(moments, "forward", live, inference_working_set(m, w, w.seq, w.seq, "forward", d));
+  return moments;
+}
+
 Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t /*vocab*/) {
+  if (m.encoder_only) return hf_encode(out, m, w);
   const Detail d = out.detail;
   Branch kv(d);
   hf_cache_leaves(kv, m, w, "", "");

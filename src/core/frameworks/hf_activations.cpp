@@ -298,7 +298,10 @@ Inventory hf_layer(const HfContext& c) {
       break;
     }
     case BlockLayout::post_norm:
-      // No norm on the sublayers' inputs: the projections read the residual stream.
+    case BlockLayout::post_ln:
+      // No norm on the sublayers' inputs: the projections read the residual
+      // stream (post-LN: the previous norm's output, of the same size), and
+      // each norm keeps its input (the sublayer's output, or post-LN's sum).
       inputs("attn.qkv_input", "attention input (the layer input)", qkv_linears(m));
       attention_block(inv, c);
       block_norm(inv, "post_attention_layernorm", "post-attention norm", c, out);

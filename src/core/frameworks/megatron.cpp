@@ -96,6 +96,7 @@ std::string megatron_unmodelled(const ModelSpec& m, const Workload& /*w*/) {
   if (m.block != BlockLayout::pre_norm) {
     what = m.block == BlockLayout::sandwich    ? "sandwich norms (a norm after attention and after the MLP)"
            : m.block == BlockLayout::post_norm ? "norms after attention and the MLP instead of before"
+           : m.block == BlockLayout::post_ln   ? "norms on the residual sums (post-LN)"
                                                : "attention and MLP in parallel";
   } else if (m.norm == NormKind::rms_norm_fp32_weight || m.norm == NormKind::layer_norm_no_bias) {
     what = "its norm module";
