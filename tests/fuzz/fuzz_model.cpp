@@ -5,8 +5,9 @@
 // Expected outcomes: a ModelSpec, or InputError. A config the parser accepts
 // must also resolve with every workload default and plan (OverflowError
 // aside), since the defaults are chosen for any valid model, except
-// mixture-of-experts and latent-attention models, whose parameters are
-// counted but whose plans the input boundary refuses for now, and a
+// latent-attention models and gpt-oss's attention sinks, whose parameters
+// are counted but whose transformers plans the input boundary refuses for
+// now (other mixtures of experts plan under transformers generate), and a
 // quantization_config vramcalc does not model, which is refused until
 // --quant says how to plan it (with --quant none it must plan).
 #include <cstddef>
@@ -25,11 +26,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!fuzz::input_boundary("parse_model", [&] { model = parse_model(text, "config.json", "config"); })) {
     return 0;
   }
-  if (model->experts > 0 || model->kv_lora_rank > 0) {
+  if (model->kv_lora_rank > 0 || model->attention_sinks) {
     try {
       (void)count_parameters(*model);
       (void)resolve(*model, WorkloadInput{});
-      fuzz::finding("resolve", "planned an MoE/MLA model, which the input boundary should refuse");
+      fuzz::finding("resolve",
+                    "planned an MLA or attention-sink model under transformers, which the input boundary "
+                    "should refuse");
     } catch (const InputError&) {
       return 0;  // refused with a message, as documented
     } catch (const std::exception& e) {
