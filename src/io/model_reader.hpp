@@ -24,6 +24,11 @@ namespace vramcalc::io {
 /// (model_multimodal.cpp).
 [[nodiscard]] ModelSpec read_multimodal(const JsonCursor& root, Multimodal w, std::string name);
 
+/// Refuses a key that is neither used nor deliberately ignored and is a
+/// near miss of a used key the config lacks: a typo that would otherwise
+/// silently change the model (model_keys.cpp).
+void reject_near_misses(const JsonCursor& root);
+
 /// Reads the keys and layout of a family in model_families.cpp (the
 /// decoders beyond the Llama, GPT-2, MoE and Megatron readers of model_io.cpp).
 void read_family(const JsonCursor& root, ModelSpec& m);

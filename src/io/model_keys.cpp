@@ -1,0 +1,216 @@
+// The keys of a Hugging Face config.json the reader uses or deliberately
+// ignores, and the typo check over them (model_reader.hpp).
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "io/model_reader.hpp"
+#include "io/spell.hpp"
+#include "vramcalc/error.hpp"
+
+namespace vramcalc::io {
+
+namespace {
+
+// Keys this reader uses, and keys of Hugging Face configs it deliberately
+// ignores. A present key that is neither, and is a near miss of a used key
+// the config lacks, is a typo that would otherwise silently change the model.
+const std::vector<std::string>& used_keys() {
+  static const std::vector<std::string> keys = {"model_type",
+                                                "source",
+                                                "quantization_config",
+                                                "hidden_size",
+                                                "intermediate_size",
+                                                "num_hidden_layers",
+                                                "num_attention_heads",
+                                                "num_key_value_heads",
+                                                "vocab_size",
+                                                "head_dim",
+                                                "max_position_embeddings",
+                                                "hidden_act",
+                                                "hidden_activation",
+                                                "attention_bias",
+                                                "mlp_bias",
+                                                "tie_word_embeddings",
+                                                "attention_dropout",
+                                                "resid_pdrop",
+                                                "embd_pdrop",
+                                                "attn_pdrop",
+                                                "attn_logit_softcapping",
+                                                "final_logit_softcapping",
+                                                "sliding_window",
+                                                "layer_types",
+                                                "use_sliding_window",
+                                                "max_window_layers",
+                                                "n_embd",
+                                                "n_layer",
+                                                "n_head",
+                                                "n_positions",
+                                                "n_inner",
+                                                "activation_function",
+                                                "num_local_experts",
+                                                "num_experts",
+                                                "n_routed_experts",
+                                                "num_experts_per_tok",
+                                                "experts_per_token",
+                                                "moe_intermediate_size",
+                                                "n_shared_experts",
+                                                "shared_expert_intermediate_size",
+                                                "first_k_dense_replace",
+                                                "moe_layer_freq",
+                                                "decoder_sparse_step",
+                                                "mlp_only_layers",
+                                                "q_lora_rank",
+                                                "kv_lora_rank",
+                                                "qk_nope_head_dim",
+                                                "qk_rope_head_dim",
+                                                "v_head_dim",
+                                                "num_nextn_predict_layers",
+                                                "use_qk_norm",
+                                                "sliding_window_pattern",
+                                                "partial_rotary_factor",
+                                                "rotary_pct",
+                                                "rotary_dim",
+                                                "use_parallel_residual",
+                                                "use_bias",
+                                                "residual_dropout",
+                                                "embedding_dropout",
+                                                "hidden_dropout",
+                                                "multi_query",
+                                                "use_qkv_bias",
+                                                "qk_layernorm",
+                                                "no_bias",
+                                                "kv_channels",
+                                                "seq_length",
+                                                "emb_dropout_prob",
+                                                "attn_dropout_prob",
+                                                "bias",
+                                                "qkv_bias",
+                                                "num_layers",
+                                                "ffn_hidden_size",
+                                                "multi_query_attention",
+                                                "multi_query_group_num",
+                                                "padded_vocab_size",
+                                                "add_bias_linear",
+                                                "add_qkv_bias",
+                                                "rmsnorm",
+                                                "apply_residual_connection_post_layernorm",
+                                                "post_layer_norm",
+                                                "n_embed",
+                                                "num_kv_heads",
+                                                "n_head_kv",
+                                                "new_decoder_architecture",
+                                                "parallel_attn",
+                                                "alibi",
+                                                "activation",
+                                                "num_ln_in_parallel_attn",
+                                                "no_rope_layers",
+                                                "no_rope_layer_interval",
+                                                "type_vocab_size",
+                                                "position_embedding_type",
+                                                "hidden_dropout_prob",
+                                                "attention_probs_dropout_prob",
+                                                "is_decoder",
+                                                "workload",
+                                                "model"};
+  return keys;
+}
+
+const std::vector<std::string>& ignored_keys() {
+  static const std::vector<std::string> keys = {"architectures",
+                                                "auto_map",
+                                                "bos_token_id",
+                                                "eos_token_id",
+                                                "pad_token_id",
+                                                "torch_dtype",
+                                                "dtype",
+                                                "transformers_version",
+                                                "use_cache",
+                                                "rope_theta",
+                                                "rope_scaling",
+                                                "rms_norm_eps",
+                                                "initializer_range",
+                                                "pretraining_tp",
+                                                "layer_norm_epsilon",
+                                                "layer_norm_eps",
+                                                "n_ctx",
+                                                "original_max_position_embeddings",
+                                                "query_pre_attn_scalar",
+                                                "cache_implementation",
+                                                "_name_or_path",
+                                                "attn_implementation",
+                                                "scale_attn_weights",
+                                                "rotary",
+                                                "reorder_and_upcast_attn",
+                                                "scale_attn_by_inverse_layer_idx",
+                                                "task_specific_params",
+                                                "summary_type",
+                                                "summary_use_proj",
+                                                "summary_activation",
+                                                "summary_proj_to_labels",
+                                                "summary_first_dropout",
+                                                "rope_parameters",
+                                                "head_dim_scale",
+                                                "router_aux_loss_coef",
+                                                "output_router_logits",
+                                                "router_jitter_noise",
+                                                "norm_topk_prob",
+                                                "clip_qkv",
+                                                "aux_loss_alpha",
+                                                "seq_aux",
+                                                "ep_size",
+                                                "n_group",
+                                                "topk_group",
+                                                "topk_method",
+                                                "routed_scaling_factor",
+                                                "scoring_func",
+                                                "swiglu_limit",
+                                                "initial_context_length",
+                                                "logit_scale",
+                                                "embedding_multiplier",
+                                                "residual_multiplier",
+                                                "attention_multiplier",
+                                                "logits_scaling",
+                                                "scale_emb",
+                                                "scale_depth",
+                                                "dim_model_base",
+                                                "rope_local_base_freq",
+                                                "norm_epsilon",
+                                                "layernorm_epsilon",
+                                                "rope_ratio",
+                                                "original_rope",
+                                                "fp32_residual_connection",
+                                                "rotary_emb_base",
+                                                "use_dynamic_ntk",
+                                                "use_logn_attn",
+                                                "use_flash_attn",
+                                                "attention_softmax_in_fp32",
+                                                "scale_attention_softmax_in_fp32",
+                                                "softmax_in_fp32",
+                                                "classifier_dropout",
+                                                "apply_query_key_layer_scaling",
+                                                "sliding_window_size"};
+  return keys;
+}
+
+}  // namespace
+
+void reject_near_misses(const JsonCursor& root) {
+  const auto& used = used_keys();
+  const auto& ignored = ignored_keys();
+  std::vector<std::string> absent;
+  for (const std::string& k : used) {
+    if (!root.has(k)) absent.push_back(k);
+  }
+  for (const std::string& key : root.keys()) {
+    if (std::find(used.begin(), used.end(), key) != used.end()) continue;
+    if (std::find(ignored.begin(), ignored.end(), key) != ignored.end()) continue;
+    if (auto near = io::closest(key, absent)) {
+      throw InputError(io::pointer_to(root, key), fmt::format("unknown key; did you mean \"{}\"?", *near));
+    }
+  }
+}
+
+}  // namespace vramcalc::io
