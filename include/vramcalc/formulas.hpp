@@ -170,6 +170,18 @@ struct LlamaCppKv {
 /// 0 for learned positions.
 [[nodiscard]] std::uint64_t vllm_rotary_cache_bytes(const ModelSpec& m, const Workload& w);
 
+/// One state-space layer's recurrent state for one sequence, in elements
+/// (docs/formulas.md, "Recurrent state"): the causal convolution's last
+/// `columns` inputs over its channels (transformers keeps K columns,
+/// MambaCache and the Mamba-2 cache layers; vLLM K − 1,
+/// MambaStateShapeCalculator) and the SSM state of N per channel, I·N
+/// (Mamba-2's H·P·N is the same count).
+struct SsmStateElements {
+  std::uint64_t conv = 0;
+  std::uint64_t ssm = 0;
+};
+[[nodiscard]] SsmStateElements ssm_state_elements(const ModelShape& m, std::uint64_t columns);
+
 /// One vLLM KV block of one layer: K and V for block_size tokens,
 /// 2 × block_size × k × d × KV bytes (vllm v1/kv_cache_interface.py
 /// AttentionSpec.page_size_bytes).

@@ -25,41 +25,44 @@ enum class ModelType : std::uint8_t {
   gemma2,
   phi3,
   gpt2,
-  mixtral,      ///< Mixtral: every layer's MLP is a mixture of experts
-  qwen3_moe,    ///< Qwen3-MoE: Qwen3 attention, experts in every sparse layer
-  deepseek_v3,  ///< DeepSeek-V3: multi-head latent attention, dense first layers, shared experts
-  gpt_oss,      ///< gpt-oss: biased attention with sinks, biased router and experts
-  gemma3_text,  ///< Gemma 3: Gemma 2's sandwich norms, q/k norms, 5 sliding layers in 6
-  olmo2,        ///< OLMo 2: norms after attention and MLP, q/k norms over all heads
-  smollm3,      ///< SmolLM3: Llama layout, no rotary in every 4th layer
-  exaone4,      ///< EXAONE 4: OLMo 2's post-norms, per-head q/k norms, 3 sliding layers in 4
-  cohere,       ///< Command R: one bias-free LayerNorm feeding attention and MLP in parallel
-  cohere2,      ///< Command R7B / A: cohere's block, 3 sliding layers in 4
-  granite,      ///< Granite 3: Llama layout with scaling multipliers
-  stablelm,     ///< StableLM: LayerNorm, partial rotary, optional parallel block
-  starcoder2,   ///< StarCoder 2: LayerNorm, biases, a plain GELU MLP
-  gpt_bigcode,  ///< StarCoder 1, SantaCoder: GPT-2 layout with multi-query attention
-  gpt_neox,     ///< GPT-NeoX, Pythia: fused qkv, two LayerNorms in parallel, partial rotary
-  gptj,         ///< GPT-J: one LayerNorm in parallel, partial rotary, biased output layer
-  phi,          ///< Phi-1, 1.5, 2: one LayerNorm in parallel, partial rotary, biased output layer
-  falcon,       ///< Falcon: fused qkv with multi-query or grouped heads, parallel blocks
-  bloom,        ///< BLOOM: ALiBi, an embedding LayerNorm, fused qkv, eager attention only
-  glm,          ///< GLM-4 (transformers port): fused gate_up, q/k/v biases, half-width rotary
-  glm4,         ///< GLM-4-0414: glm with sandwich norms
-  minicpm,      ///< MiniCPM (remote code): Llama layout with scaling
-  internlm,     ///< InternLM (remote code): Llama layout with q/k/v/o biases
-  internlm2,    ///< InternLM2, 2.5 (remote code): fused wqkv, Llama layout
-  internlm3,    ///< InternLM3 (remote code): Llama layout
-  qwen,         ///< Qwen (v1, remote code): fused biased c_attn, MLP of half intermediate_size
-  baichuan,     ///< Baichuan, Baichuan 2 (remote code): fused W_pack; ALiBi at 13B
-  chatglm,      ///< ChatGLM2/3, GLM-4-9B-chat (remote code): fused qkv and gate_up
-  olmo3,        ///< OLMo 3: OLMo 2's layout, 3 sliding layers in 4
-  qwen2_moe,    ///< Qwen1.5-MoE, Qwen2-MoE: Qwen2 attention, a gated shared expert beside the routed ones
-  olmoe,        ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
-  deepseek_v2,  ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
-  bert,         ///< BERT: a bidirectional encoder, post-LN blocks, learned positions and token types
-  roberta,      ///< RoBERTa: BERT's modules, positions offset past the padding index
-  xlm_roberta,  ///< XLM-RoBERTa: RoBERTa's modules with a larger vocabulary
+  mixtral,       ///< Mixtral: every layer's MLP is a mixture of experts
+  qwen3_moe,     ///< Qwen3-MoE: Qwen3 attention, experts in every sparse layer
+  deepseek_v3,   ///< DeepSeek-V3: multi-head latent attention, dense first layers, shared experts
+  gpt_oss,       ///< gpt-oss: biased attention with sinks, biased router and experts
+  gemma3_text,   ///< Gemma 3: Gemma 2's sandwich norms, q/k norms, 5 sliding layers in 6
+  olmo2,         ///< OLMo 2: norms after attention and MLP, q/k norms over all heads
+  smollm3,       ///< SmolLM3: Llama layout, no rotary in every 4th layer
+  exaone4,       ///< EXAONE 4: OLMo 2's post-norms, per-head q/k norms, 3 sliding layers in 4
+  cohere,        ///< Command R: one bias-free LayerNorm feeding attention and MLP in parallel
+  cohere2,       ///< Command R7B / A: cohere's block, 3 sliding layers in 4
+  granite,       ///< Granite 3: Llama layout with scaling multipliers
+  stablelm,      ///< StableLM: LayerNorm, partial rotary, optional parallel block
+  starcoder2,    ///< StarCoder 2: LayerNorm, biases, a plain GELU MLP
+  gpt_bigcode,   ///< StarCoder 1, SantaCoder: GPT-2 layout with multi-query attention
+  gpt_neox,      ///< GPT-NeoX, Pythia: fused qkv, two LayerNorms in parallel, partial rotary
+  gptj,          ///< GPT-J: one LayerNorm in parallel, partial rotary, biased output layer
+  phi,           ///< Phi-1, 1.5, 2: one LayerNorm in parallel, partial rotary, biased output layer
+  falcon,        ///< Falcon: fused qkv with multi-query or grouped heads, parallel blocks
+  bloom,         ///< BLOOM: ALiBi, an embedding LayerNorm, fused qkv, eager attention only
+  glm,           ///< GLM-4 (transformers port): fused gate_up, q/k/v biases, half-width rotary
+  glm4,          ///< GLM-4-0414: glm with sandwich norms
+  minicpm,       ///< MiniCPM (remote code): Llama layout with scaling
+  internlm,      ///< InternLM (remote code): Llama layout with q/k/v/o biases
+  internlm2,     ///< InternLM2, 2.5 (remote code): fused wqkv, Llama layout
+  internlm3,     ///< InternLM3 (remote code): Llama layout
+  qwen,          ///< Qwen (v1, remote code): fused biased c_attn, MLP of half intermediate_size
+  baichuan,      ///< Baichuan, Baichuan 2 (remote code): fused W_pack; ALiBi at 13B
+  chatglm,       ///< ChatGLM2/3, GLM-4-9B-chat (remote code): fused qkv and gate_up
+  olmo3,         ///< OLMo 3: OLMo 2's layout, 3 sliding layers in 4
+  qwen2_moe,     ///< Qwen1.5-MoE, Qwen2-MoE: Qwen2 attention, a gated shared expert beside the routed ones
+  olmoe,         ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
+  deepseek_v2,   ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
+  bert,          ///< BERT: a bidirectional encoder, post-LN blocks, learned positions and token types
+  roberta,       ///< RoBERTa: BERT's modules, positions offset past the padding index
+  xlm_roberta,   ///< XLM-RoBERTa: RoBERTa's modules with a larger vocabulary
+  mamba,         ///< Mamba: a selective state-space mixer in every layer, no attention, no MLP
+  falcon_mamba,  ///< Falcon-Mamba: Mamba's modules (weightless norms of B, C and dt)
+  mamba2,        ///< Mamba-2: the state-space duality mixer, per-head decay, a gated RMSNorm
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
@@ -112,6 +115,9 @@ enum class Positions : std::uint8_t {
   rotary,   ///< rotary embedding of q and k
   learned,  ///< a learned position-embedding table added to the input (GPT-2 wpe)
   alibi,    ///< a per-head linear bias on the attention scores (BLOOM, MPT, Falcon's alibi)
+  /// none: the recurrence orders the tokens (Mamba); max_position_embeddings
+  /// is 0 and no length limit comes from the model
+  recurrent,
 };
 
 /// The multimodal wrapper a config.json describes (its model_type), around
@@ -159,6 +165,31 @@ struct VisionShape {
   std::uint64_t tp = 1;
 
   bool operator==(const VisionShape&) const = default;
+};
+
+/// The state-space mixer of a recurrent layer.
+enum class StateSpace : std::uint8_t {
+  none,
+  mamba1,  ///< MambaMixer: selective scan over I channels of N states each
+  mamba2,  ///< Mamba2Mixer: H heads of P channels sharing a scalar decay, G groups of B and C
+};
+
+/// A state-space mixer's shape (docs/research/arch_other.md, part C).
+/// I = inner, N = state, K = conv_kernel.
+struct SsmShape {
+  StateSpace kind = StateSpace::none;
+  std::uint64_t inner = 0;        ///< I, the mixer's width (intermediate_size, expand·h)
+  std::uint64_t state = 0;        ///< N, the states per channel (state_size)
+  std::uint64_t conv_kernel = 0;  ///< K, the causal depthwise convolution's width
+  std::uint64_t dt_rank = 0;      ///< R, Mamba-1's time-step projection rank
+  std::uint64_t heads = 0;        ///< H, Mamba-2's heads (I = H·P)
+  std::uint64_t groups = 0;       ///< G, Mamba-2's groups of B and C
+  bool conv_bias = true;          ///< use_conv_bias
+  bool proj_bias = false;         ///< use_bias: biases on in_proj and out_proj
+  /// residual_in_fp32: each block keeps the residual stream in fp32.
+  bool residual_fp32 = true;
+
+  bool operator==(const SsmShape&) const = default;
 };
 
 /// Which attention implementations transformers offers a family
@@ -279,6 +310,11 @@ struct ModelShape {
   /// (RoBERTa: padding_idx + 1 = 2, so 514 rows hold 512 positions).
   std::uint64_t position_offset = 0;
 
+  /// A state-space model (Mamba, Mamba-2): every layer is a norm and this
+  /// mixer; no attention, no MLP, no KV cache, a fixed recurrent state per
+  /// sequence instead (kind none otherwise).
+  SsmShape ssm{};
+
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output
   /// layer). A whole model holds both.
@@ -313,6 +349,10 @@ struct ModelSpec : ModelShape {
 
 /// Sliding-window layers among the model's first `n` layers.
 [[nodiscard]] std::uint64_t sliding_layers_below(const ModelShape& m, std::uint64_t n);
+
+/// The channels a state-space mixer's convolution runs over: I for Mamba-1;
+/// x, B and C for Mamba-2, I + 2·G·N (Mamba2Mixer.conv_dim).
+[[nodiscard]] std::uint64_t ssm_conv_channels(const ModelShape& m);
 
 /// Norm layers in one decoder layer: 2; 4 for a sandwich, 1 for a parallel
 /// block with one norm.

@@ -28,6 +28,17 @@ struct Symbols {
 // in the context of a leaf (`leaf_id` tells prefill from decode).
 std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, std::string_view leaf_id) {
   const bool decode = leaf_id.starts_with("decode.");
+  if (x.m.ssm.kind != StateSpace::none) {
+    // A state-space mixer's symbols (docs/formulas.md, "Recurrent state").
+    const SsmShape& s = x.m.ssm;
+    if (name == "I") return s.inner;
+    if (name == "N") return s.state;
+    if (name == "K") return s.conv_kernel;
+    if (name == "C") return ssm_conv_channels(x.m);
+    if (name == "R" && s.kind == StateSpace::mamba1) return s.dt_rank;
+    if (name == "H" && s.kind == StateSpace::mamba2) return s.heads;
+    if (name == "G" && s.kind == StateSpace::mamba2) return s.groups;
+  }
   if (name == "b") return x.w.batch;
   if (name == "s") return x.w.seq;
   if (name == "t") return decode ? 1 : x.w.seq;  // new tokens: the prompt, or one
@@ -120,7 +131,10 @@ constexpr std::string_view k_lora_section = "LoRA and QLoRA — --mode lora, --m
 
 // The docs/formulas.md heading (without its code spans) for a component:
 // the serving engine's where it computes the component its own way.
-std::string_view section_of(Component c, const Workload& w) {
+std::string_view section_of(Component c, const ModelSpec& m, const Workload& w) {
+  if (m.ssm.kind != StateSpace::none && c == Component::kv_cache) {
+    return "Recurrent state — ssm_state_elements, hf_recurrent_serve";
+  }
   if (w.mode == Mode::infer) {
     const std::string_view own = engine_module(w.engine).section(c);
     if (!own.empty()) return own;
@@ -157,7 +171,7 @@ void annotate(Budget& b, const ModelSpec& m, const Workload& w, const ParameterC
               std::uint64_t vocab) {
   const Symbols x{m, w, pc, b.serving, vocab};
   for (std::size_t i = 0; i < b.breakdown.size(); ++i) {
-    walk(b.breakdown[i], x, section_of(static_cast<Component>(i), w));
+    walk(b.breakdown[i], x, section_of(static_cast<Component>(i), m, w));
   }
 }
 

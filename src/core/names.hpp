@@ -87,6 +87,9 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::bert, "bert", "Bert", "BertLayer"},
     {ModelType::roberta, "roberta", "Roberta", "RobertaLayer"},
     {ModelType::xlm_roberta, "xlm-roberta", "XLMRoberta", "XLMRobertaLayer"},
+    {ModelType::mamba, "mamba", "Mamba", "MambaBlock"},
+    {ModelType::falcon_mamba, "falcon_mamba", "FalconMamba", "FalconMambaBlock"},
+    {ModelType::mamba2, "mamba2", "Mamba2", "Mamba2Block"},
     {ModelType::megatron_gpt, "megatron_gpt", "Megatron", "TransformerLayer"},
 });
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/arith.hpp"
+#include "vramcalc/formulas.hpp"
 #include "vramcalc/units.hpp"
 
 namespace vramcalc {
@@ -29,6 +30,16 @@ std::uint64_t sliding_layers_below(const ModelShape& m, std::uint64_t n) {
   const std::uint64_t p = m.sliding_period;
   if (p == 0) return 0;  // a list: callers that need the order refuse it
   return n / p * (p - 1) + std::min(n % p, p - 1);
+}
+
+std::uint64_t ssm_conv_channels(const ModelShape& m) {
+  const SsmShape& s = m.ssm;
+  if (s.kind != StateSpace::mamba2) return s.inner;
+  return checked_add(s.inner, checked_product(2, s.groups, s.state));
+}
+
+SsmStateElements ssm_state_elements(const ModelShape& m, std::uint64_t columns) {
+  return {checked_mul(ssm_conv_channels(m), columns), checked_mul(m.ssm.inner, m.ssm.state)};
 }
 
 bool norm_has_bias(NormKind k) {
@@ -348,6 +359,46 @@ void add_bert(const ModelSpec& m, ParamTensorList& t) {
   }
 }
 
+// Mamba, Falcon-Mamba and Mamba-2 (transformers models/mamba/modeling_mamba.py
+// MambaMixer, MambaBlock, MambaModel; models/mamba2/modeling_mamba2.py
+// Mamba2Mixer; docs/research/arch_other.md, C1-C3): the embedding, per layer
+// an RMSNorm and the mixer, the final norm_f. The convolution, A_log, D and
+// the per-head vectors are parameters of no Linear: never quantized.
+void add_mamba(const ModelSpec& m, ParamTensorList& t) {
+  const std::uint64_t h = m.hidden_size;
+  const std::uint64_t L = m.num_layers;
+  const SsmShape& s = m.ssm;
+  const std::uint64_t I = s.inner;
+  const auto layer = ParamScope::layer;
+  t.push_back(matrix("embeddings.weight", ParamScope::embedding, m.vocab_size, h, 1));
+  t.push_back(vector("norm.weight", layer, h, L));
+  if (s.kind == StateSpace::mamba1) {
+    t.push_back(matrix("mixer.in_proj.weight", layer, checked_mul(2, I), h, L));
+    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, checked_mul(2, I), L));
+    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(I, s.conv_kernel), L));
+    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, I, L));
+    t.push_back(matrix("mixer.x_proj.weight", layer, checked_add(s.dt_rank, checked_mul(2, s.state)), I, L));
+    t.push_back(matrix("mixer.dt_proj.weight", layer, I, s.dt_rank, L));
+    t.push_back(vector("mixer.dt_proj.bias", layer, I, L));
+    t.push_back(vector("mixer.A_log", layer, checked_mul(I, s.state), L));
+    t.push_back(vector("mixer.D", layer, I, L));
+  } else {
+    // in_proj's outputs: the gate z (I), x, B and C for the convolution
+    // (I + 2GN) and dt (H).
+    const std::uint64_t conv = ssm_conv_channels(m);
+    const std::uint64_t projected = checked_add(checked_add(I, conv), s.heads);
+    t.push_back(matrix("mixer.in_proj.weight", layer, projected, h, L));
+    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, projected, L));
+    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(conv, s.conv_kernel), L));
+    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, conv, L));
+    t.push_back(vector("mixer.dt_bias_A_log_D", layer, s.heads, checked_mul(3, L)));
+    t.push_back(vector("mixer.norm.weight", layer, I, L));
+  }
+  t.push_back(matrix("mixer.out_proj.weight", layer, h, I, L));
+  if (s.proj_bias) t.push_back(vector("mixer.out_proj.bias", layer, h, L));
+  t.push_back(vector("norm_f.weight", ParamScope::final_norm, h, 1));
+}
+
 // ---- Multimodal wrappers: the vision tower and projector ------------------
 // (transformers models/{siglip,clip,qwen2_vl,qwen2_5_vl,pixtral}/modeling_*.py
 // and the wrappers' projectors; docs/research/arch_other.md, part A.) The
@@ -511,6 +562,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
     add_megatron_gpt(m, t);
   } else if (m.encoder_only) {
     add_bert(m, t);
+  } else if (m.ssm.kind != StateSpace::none) {
+    add_mamba(m, t);
   } else {
     add_llama_style(m, t);
   }

@@ -89,6 +89,40 @@ std::size_t too_deep_at(std::string_view text) {
   return std::string_view::npos;
 }
 
+// Python's json module writes float('inf') as the bare token Infinity, and
+// transformers saves configs with it: Mamba-2's time_step_limit is
+// [0.0, Infinity] in released config.json files (mistralai/Mamba-Codestral-
+// 7B-v0.1, nvidia/Nemotron-H). Strict JSON has no such token. Outside
+// strings, Infinity and -Infinity become null padded with spaces, so every
+// offset in an error message still points into the file as written; a key
+// vramcalc reads then reports the null, and the keys it ignores stay ignored.
+std::string without_infinity(std::string_view text) {
+  std::string out(text);
+  bool in_string = false;
+  constexpr std::string_view k_inf = "Infinity";
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char c = out[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    const std::size_t start = c == '-' ? i + 1 : i;
+    if (out.compare(start, k_inf.size(), k_inf) != 0) continue;
+    const std::size_t end = start + k_inf.size();
+    out.replace(i, end - i, std::string("null") + std::string(end - i - 4, ' '));
+    i = end - 1;
+  }
+  return out;
+}
+
 // Finds where a parse stopped: nlohmann reports a number too large for a
 // double (out_of_range.406) without its position, but hands it to a SAX
 // handler's parse_error() along with the token.
@@ -126,8 +160,9 @@ nlohmann::json parse_json(std::string_view text, std::string_view source) {
                                  "limit; a config.json nests a few levels)",
                                  k_max_depth));
   }
+  const std::string cleaned = without_infinity(text);
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    return nlohmann::json::parse(cleaned.begin(), cleaned.end());
   } catch (const nlohmann::json::parse_error& e) {
     // e.byte is the 1-based offset of the character that failed; one past
     // the end when the input ended early.
@@ -136,7 +171,7 @@ nlohmann::json parse_json(std::string_view text, std::string_view source) {
   } catch (const nlohmann::json::out_of_range&) {
     // A number beyond a double's range, such as 1e400 (out_of_range.406).
     ErrorLocator locate;
-    (void)nlohmann::json::sax_parse(text.begin(), text.end(), &locate);
+    (void)nlohmann::json::sax_parse(cleaned.begin(), cleaned.end(), &locate);
     const std::size_t start = locate.end >= locate.token.size() ? locate.end - locate.token.size() : 0;
     throw InputError(position_of(text, source, start),
                      fmt::format("invalid JSON: number {} is out of range (a double holds magnitudes up "

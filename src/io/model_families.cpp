@@ -550,6 +550,83 @@ void read_bert(const JsonCursor& root, ModelSpec& m) {
   m.hf_attention = HfAttentionSupport::sdpa;
 }
 
+// ---- State-space models ----------------------------------------------------------
+
+// The keys MambaConfig, FalconMambaConfig and Mamba2Config share: the width
+// under either name (released -hf configs carry d_model beside
+// hidden_size), the layers, the vocabulary, and the mixer's width. The
+// configuration classes set intermediate_size = int(expand · hidden_size),
+// then PretrainedConfig.__init__ sets every remaining key of the file, so a
+// saved intermediate_size wins: tiiuae/falcon-mamba-7b says expand 16 beside
+// intermediate_size 8192 = 2 · 4096, and its 7.27B parameters need 8192.
+void read_ssm_dims(const JsonCursor& root, ModelSpec& m, bool tie_default) {
+  m.hidden_size = root.at_any({"hidden_size", "d_model"}).positive_integer();
+  m.num_layers = root.at_any({"num_hidden_layers", "n_layer"}).positive_integer();
+  m.vocab_size = root.at("vocab_size").positive_integer();
+  m.positions = Positions::recurrent;
+  m.norm = NormKind::rms_norm;
+  m.gated_mlp = false;
+  m.tie_word_embeddings = optional_bool(root, "tie_word_embeddings", tie_default);
+  SsmShape& s = m.ssm;
+  if (auto c = root.find("intermediate_size")) {
+    s.inner = c->positive_integer();
+  } else {
+    const double expand = root.has("expand") ? root.at("expand").non_negative_number() : 2.0;
+    const double inner = std::floor(expand * static_cast<double>(m.hidden_size));
+    if (!(inner >= 1.0 && inner < 1e15))
+      root.at("expand").fail("expand · hidden_size must be a positive width");
+    s.inner = static_cast<std::uint64_t>(inner);
+  }
+  s.state = root.at("state_size").positive_integer();
+  s.conv_kernel = optional_count(root, "conv_kernel", 4);
+  if (s.conv_kernel == 0) root.at("conv_kernel").fail("must be positive");
+  s.conv_bias = optional_bool(root, "use_conv_bias", true);
+  s.proj_bias = optional_bool(root, "use_bias", false);
+  s.residual_fp32 = optional_bool(root, "residual_in_fp32", true);
+  if (auto act = root.find("hidden_act"); act && act->string() != "silu") {
+    act->fail("only \"silu\" is modelled for the mixer (the fused kernels take silu or swish)");
+  }
+}
+
+// Mamba (configuration_mamba.py MambaConfig, modeling_mamba.py MambaMixer,
+// MambaBlock) and Falcon-Mamba (modeling_falcon_mamba.py: the same modules,
+// with weightless RMS norms of B, C and dt inside the mixer): per layer an
+// RMSNorm and a mixer of in_proj h → 2I, a depthwise conv1d of K taps,
+// x_proj I → R + 2N, dt_proj R → I with a bias, A_log I×N, D I and out_proj
+// I → h. time_step_rank "auto" is ceil(hidden_size / 16).
+void read_mamba(const JsonCursor& root, ModelSpec& m) {
+  // MambaConfig leaves tie_word_embeddings to PreTrainedConfig (true);
+  // FalconMambaConfig likewise; released Falcon-Mamba configs say false.
+  read_ssm_dims(root, m, true);
+  m.ssm.kind = StateSpace::mamba1;
+  if (auto r = root.find("time_step_rank"); r && !(r->is_string() && r->string() == "auto")) {
+    m.ssm.dt_rank = r->positive_integer();
+  } else {
+    m.ssm.dt_rank = ceil_div(m.hidden_size, 16);
+  }
+}
+
+// Mamba-2 (configuration_mamba2.py Mamba2Config, modeling_mamba2.py
+// Mamba2Mixer): in_proj h → 2I + 2GN + H (gate, x, B, C, dt), a depthwise
+// conv1d over I + 2GN channels, dt_bias, A_log and D per head, a gated
+// RMSNorm of I, out_proj I → h. Heads of head_dim must tile I.
+void read_mamba2(const JsonCursor& root, ModelSpec& m) {
+  read_ssm_dims(root, m, false);  // Mamba2Config: tie_word_embeddings=False
+  SsmShape& s = m.ssm;
+  s.kind = StateSpace::mamba2;
+  s.heads = root.at("num_heads").positive_integer();
+  const std::uint64_t head_dim = root.at("head_dim").positive_integer();
+  if (checked_mul(s.heads, head_dim) != s.inner) {
+    root.at("num_heads")
+        .fail(fmt::format("{} heads × head_dim {} do not tile the mixer's width {}", s.heads, head_dim,
+                          s.inner));
+  }
+  s.groups = optional_count(root, "n_groups", 8);
+  if (s.groups == 0 || s.heads % s.groups != 0) {
+    root.at("n_groups").fail(fmt::format("{} groups do not divide the {} heads", s.groups, s.heads));
+  }
+}
+
 }  // namespace
 
 void read_family(const JsonCursor& root, ModelSpec& m) {
@@ -602,6 +679,11 @@ void read_family(const JsonCursor& root, ModelSpec& m) {
     case ModelType::roberta:
     case ModelType::xlm_roberta:
       return read_bert(root, m);
+    case ModelType::mamba:
+    case ModelType::falcon_mamba:
+      return read_mamba(root, m);
+    case ModelType::mamba2:
+      return read_mamba2(root, m);
     default:
       throw std::logic_error("read_family: not a family of model_families.cpp");
   }

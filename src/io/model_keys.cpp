@@ -1,6 +1,7 @@
 // The keys of a Hugging Face config.json the reader uses or deliberately
 // ignores, and the typo check over them (model_reader.hpp).
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,13 @@ namespace {
 // Keys this reader uses, and keys of Hugging Face configs it deliberately
 // ignores. A present key that is neither, and is a near miss of a used key
 // the config lacks, is a typo that would otherwise silently change the model.
-const std::vector<std::string>& used_keys() {
+// The keys of the state-space models' configuration classes (MambaConfig,
+// FalconMambaConfig, Mamba2Config) the reader uses.
+constexpr std::array k_state_space_keys = {"d_model",     "state_size",       "expand",
+                                           "conv_kernel", "time_step_rank",   "use_conv_bias",
+                                           "num_heads",   "residual_in_fp32", "n_groups"};
+
+const std::vector<std::string>& decoder_keys() {
   static const std::vector<std::string> keys = {"model_type",
                                                 "source",
                                                 "quantization_config",
@@ -118,6 +125,15 @@ const std::vector<std::string>& used_keys() {
   return keys;
 }
 
+const std::vector<std::string>& used_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = decoder_keys();
+    k.insert(k.end(), k_state_space_keys.begin(), k_state_space_keys.end());
+    return k;
+  }();
+  return keys;
+}
+
 const std::vector<std::string>& ignored_keys() {
   static const std::vector<std::string> keys = {"architectures",
                                                 "auto_map",
@@ -191,7 +207,24 @@ const std::vector<std::string>& ignored_keys() {
                                                 "softmax_in_fp32",
                                                 "classifier_dropout",
                                                 "apply_query_key_layer_scaling",
-                                                "sliding_window_size"};
+                                                "sliding_window_size",
+                                                "time_step_scale",
+                                                "time_step_min",
+                                                "time_step_max",
+                                                "time_step_init_scheme",
+                                                "time_step_floor",
+                                                "time_step_limit",
+                                                "rescale_prenorm_residual",
+                                                "use_mambapy",
+                                                "use_falcon_mambapy",
+                                                "mixer_rms_eps",
+                                                "chunk_size",
+                                                "rms_norm",
+                                                "fused_add_norm",
+                                                "pad_vocab_size_multiple",
+                                                "ssm_cfg",
+                                                "norm_before_gate",
+                                                "d_inner"};
   return keys;
 }
 

@@ -21,6 +21,32 @@ void check_supported(const Workload& w, core::TrainingFeature feature, const std
 
 namespace {
 
+// A state-space model (Mamba, Mamba-2) is modelled under transformers
+// generate: its recurrent state and the fused kernels' working set.
+void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in, bool training) {
+  if (training || in.adapter) {
+    conflict(model.name, fmt::format("training the state-space model {} ({}: what the fused scan kernels of "
+                                     "mamba_ssm save for backward) is not modelled yet; inference is",
+                                     model.name, name_of(model.type)));
+  }
+  if (in.engine && in.engine->value != Engine::hf) {
+    conflict(in.engine->origin, fmt::format("the state-space model {} is modelled under transformers "
+                                            "(--engine hf) so far; {}'s recurrent-state cache is not",
+                                            model.name, name_of(in.engine->value)));
+  }
+  if (in.draft) {
+    conflict(in.draft->origin, fmt::format("assisted generation with the state-space model {} is not "
+                                           "modelled (its cache is a recurrent state, not K and V)",
+                                           model.name));
+  }
+  if (in.kv_dtype) {
+    conflict(in.kv_dtype->origin,
+             fmt::format("{} has no KV cache: transformers keeps its recurrent state in the model's dtype "
+                         "and fp32 (its cache layers), so --kv-dtype does not apply",
+                         model.name));
+  }
+}
+
 // Mixture-of-experts and latent-attention layers: their parameters are
 // counted; their budgets are modelled for Megatron training so far.
 void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
@@ -49,6 +75,7 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
   if (model.encoder_only && in.draft) {
     conflict(in.draft->origin, "an encoder does not generate: a draft model does not apply");
   }
+  if (model.ssm.kind != StateSpace::none) reject_unmodelled_recurrent(model, in, training);
   if (model.vision.wrapper != Multimodal::none && (training || in.adapter)) {
     conflict(model.name, fmt::format("training {} ({}: the vision tower's activations on image batches, "
                                      "frozen or trained) is not modelled yet; serving is",
@@ -183,7 +210,9 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   Workload& w = r.workload;
   w.batch = pick(r, in.batch, std::uint64_t{1}, "batch");
   const std::uint64_t positions = model.max_position_embeddings - model.position_offset;
-  w.seq = pick(r, in.seq, std::min<std::uint64_t>(4096, positions), "seq");
+  // A recurrent model has no position table and no length limit of its own.
+  const bool recurrent = model.positions == Positions::recurrent;
+  w.seq = pick(r, in.seq, recurrent ? 4096 : std::min<std::uint64_t>(4096, positions), "seq");
   if (model.positions == Positions::learned && w.seq > positions) {
     conflict(in.seq->origin,
              fmt::format("{} exceeds the {} positions of {}'s learned position embeddings{}", w.seq,

@@ -122,6 +122,13 @@ std::string workload_line(const Workload& w, const ModelShape& m) {
         w.seq, w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
         name_of(w.engine), name_of(w.attention), w.dp);
   }
+  if (w.mode == Mode::infer && m.ssm.kind != StateSpace::none) {
+    return fmt::format(
+        "infer, batch {} × context {}, weights {}, recurrent state {} and fp32, {} (fused scan kernels), dp "
+        "{}",
+        w.batch, w.seq, w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
+        name_of(w.dtype == DType::fp8 ? DType::bf16 : w.dtype), name_of(w.engine), w.dp);
+  }
   if (w.mode == Mode::infer) {
     return fmt::format(
         "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}", w.batch, w.seq,

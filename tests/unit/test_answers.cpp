@@ -299,7 +299,10 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"engine", "vllm"}, {"gpu", "l40s"}, {"sampler", "flashinfer"}, {"max_num_seqs", "4"}},
            // A mixture of experts under transformers' generate and training.
            {{"model", "qwen3-30b-a3b"}, {"seq", "4096"}},
-           {{"model", "qwen3-30b-a3b"}, {"mode", "train"}, {"precision", "pure"}, {"seq", "2048"}}}) {
+           {{"model", "qwen3-30b-a3b"}, {"mode", "train"}, {"precision", "pure"}, {"seq", "2048"}},
+           // State-space models' recurrent state and the fused scans' working set.
+           {{"model", "state-spaces--mamba-130m-hf.json"}, {"batch", "4"}, {"seq", "4096"}},
+           {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"seq", "1000"}}}) {
     WorkloadInput in;
     std::string model = "llama-3.1-8b";
     for (const auto& [k, v] : settings) {
@@ -309,7 +312,8 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
         set_from_text(in, k, v, "--" + k);
       }
     }
-    const ModelSpec m = load_model(model);
+    const ModelSpec m = load_model(
+        model.ends_with(".json") ? std::string(VRAMCALC_TEST_DATA) + "/configs/corpus/" + model : model);
     const Budget b = estimate(m, resolve(m, in).workload);
     std::size_t checked = 0;
     std::size_t leaves = 0;

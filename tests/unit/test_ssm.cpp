@@ -1,0 +1,142 @@
+// State-space models (Mamba, Falcon-Mamba, Mamba-2) on tiny models worked by
+// hand: the parameter count, the recurrent state in place of a KV cache,
+// and the working set of generate's prefill and decode under transformers.
+//
+// Tiny dimensions: h = 8, two layers, V = 10, I = 16 (expand 2), N = 4
+// states, K = 4 taps; Mamba-1 with R = 2; Mamba-2 with H = 4 heads of
+// P = 4 and G = 2 groups.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "vramcalc/parameters.hpp"
+
+using namespace vramcalc;
+
+namespace {
+
+std::string mamba(const std::string& extra = "") {
+  return R"({"model_type": "mamba", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+      "state_size": 4, "expand": 2, "conv_kernel": 4, "time_step_rank": 2)" +
+         extra + "}";
+}
+
+std::string mamba2(const std::string& extra = "") {
+  return R"({"model_type": "mamba2", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
+      "state_size": 4, "expand": 2, "conv_kernel": 4, "num_heads": 4, "head_dim": 4, "n_groups": 2)" +
+         extra + "}";
+}
+
+}  // namespace
+
+TEST_CASE("mamba: the mixer's parameters, tied embeddings", "[ssm]") {
+  const ModelSpec m = test::model(mamba());
+  CHECK(m.ssm.kind == StateSpace::mamba1);
+  CHECK(m.ssm.inner == 16);
+  // Per layer: norm 8, in_proj 2I·h 256, conv1d I·K 64 + bias 16, x_proj
+  // (R + 2N)·I 160, dt_proj I·R 32 + bias 16, A_log I·N 64, D 16, out_proj
+  // h·I 128 → 760. Embedding 80 (tied), norm_f 8.
+  CHECK(count_parameters(m).total == 80 + 2 * 760 + 8);
+  // time_step_rank "auto" is ceil(h / 16): 1.
+  CHECK(
+      test::model(test::with(mamba(), "\"time_step_rank\": 2", "\"time_step_rank\": \"auto\"")).ssm.dt_rank ==
+      1);
+  // Falcon-Mamba: the same modules; its released configs untie the head.
+  const ModelSpec f =
+      test::model(test::with(mamba(R"(, "tie_word_embeddings": false)"), "\"mamba\"", "\"falcon_mamba\""));
+  CHECK(count_parameters(f).total == count_parameters(m).total + 80);
+  // A saved intermediate_size wins over expand, as PretrainedConfig sets it
+  // after the class derives it (Falcon-Mamba-7B: expand 16, I = 2h).
+  CHECK(test::model(mamba(R"(, "intermediate_size": 12)")).ssm.inner == 12);
+}
+
+TEST_CASE("mamba: a recurrent state per sequence, the fused scan's working set", "[ssm]") {
+  const ModelSpec m = test::model(mamba());
+  const Workload w = test::workload(m, {{"batch", "3"}, {"seq", "5"}});
+  const Budget b = estimate(m, w);
+  // Per layer and sequence: conv I·K 64 values in bf16, 2 B each, and SSM
+  // I·N 64 in fp32; 3 sequences, 2 layers. Any length holds the same.
+  CHECK(test::component(b, Component::kv_cache) == 2 * 3 * (64 * 2 + 64 * 4));
+  CHECK(test::component(estimate(m, test::workload(m, {{"batch", "3"}, {"seq", "500"}})),
+                        Component::kv_cache) == test::component(b, Component::kv_cache));
+  REQUIRE(b.phases.size() == 3);
+  // Prefill, T = 15 tokens: the fp32 residual 480, the mixer input 240,
+  // in_proj 2·T·I 960, the conv output 480, x_proj T·(R + 2N) 300, Δ 480;
+  // in the kernel B and C 2·T·N 240, the gate 480, the output and its gated
+  // copy 960, one chunk's fp32 state b·I·2N 1536.
+  const std::uint64_t prefill = 480 + 240 + 960 + 480 + 300 + 480 + 240 + 480 + 960 + 1536;
+  CHECK(b.phases[1].name == "prefill");
+  CHECK(b.phases[1].total ==
+        b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + prefill);
+  // Decode, T = 3: 96 + 48 + 192 + 96 + 60 + 96 and the output 96, less
+  // than the output end's final hidden 48, logits 60 and their fp32 copy 120.
+  CHECK(b.phases[2].total ==
+        b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + 684);
+}
+
+TEST_CASE("config.json: Python's bare Infinity token reads as null", "[ssm][io]") {
+  // transformers writes Mamba-2's time_step_limit (0.0, inf) as [0.0, Infinity].
+  CHECK(test::model(mamba2(R"(, "time_step_limit": [0.0, Infinity], "x": "Infinity")")).ssm.heads == 4);
+  CHECK(test::model(mamba2(R"(, "time_step_limit": [-Infinity, 1])")).ssm.heads == 4);
+  // A key vramcalc reads says what it got.
+  CHECK_THROWS_WITH(test::model(test::with(mamba2(), "\"state_size\": 4", "\"state_size\": Infinity")),
+                    Catch::Contains("state_size") && Catch::Contains("null"));
+}
+
+TEST_CASE("mamba2: heads and groups, the gated norm's fp32 working set", "[ssm]") {
+  const ModelSpec m = test::model(mamba2());
+  CHECK(ssm_conv_channels(m) == 16 + 2 * 2 * 4);
+  // Per layer: norm 8, in_proj (2I + 2GN + H)·h = 52·8 416, conv1d 32·4 128
+  // + bias 32, dt_bias, A_log, D 3·4, the gated norm I 16, out_proj 128 →
+  // 740. Untied (Mamba2Config): embedding 80 and lm_head 80, norm_f 8.
+  CHECK(count_parameters(m).total == 2 * 740 + 80 + 80 + 8);
+  const Workload w = test::workload(m, {{"batch", "3"}, {"seq", "5"}});
+  const Budget b = estimate(m, w);
+  // conv (I + 2GN)·K 128 values in bf16 and SSM H·P·N 64 in fp32 per layer
+  // and sequence.
+  CHECK(test::component(b, Component::kv_cache) == 2 * 3 * (128 * 2 + 64 * 4));
+  // Prefill, T = 15: residual 480, input 240, in_proj T·52 1560, conv
+  // output T·32 960, scan output T·I 480. The chunked scan adds dt and its
+  // cumulative decay 2·b·H·256 fp32 24576, the chunk states b·I·N in fp32
+  // 768 and passed on in bf16 384, and C·Bᵀ b·G·256² fp32 1572864; the
+  // gated norm only 3·T·I fp32 2880.
+  const std::uint64_t common = 480 + 240 + 1560 + 960 + 480;
+  CHECK(b.phases[1].total == b.phases[0].total + test::component(b, Component::kv_cache) +
+                                 test::cublas_workspaces(w) + common + 24576 + 768 + 384 + 1572864);
+  // Decode, T = 3: the gated norm's moment, 96 + 48 + 312 + 192 + 96 + 576.
+  CHECK(b.phases[2].total == b.phases[0].total + test::component(b, Component::kv_cache) +
+                                 test::cublas_workspaces(w) + 96 + 48 + 312 + 192 + 96 + 576);
+  CHECK_THROWS_WITH(test::model(mamba2(R"(, "n_groups": 3)")), Catch::Contains("divide"));
+  CHECK_THROWS_WITH(test::model(test::with(mamba2(), "\"head_dim\": 4", "\"head_dim\": 5")),
+                    Catch::Contains("tile"));
+}
+
+TEST_CASE("state-space models: training, other engines, drafts and --kv-dtype are refused", "[ssm]") {
+  const ModelSpec m = test::model(mamba());
+  test::check_rejects(m, {{"mode", "train"}}, "tiny", "inference is");
+  test::check_rejects(m, {{"engine", "llamacpp"}}, "--engine", "recurrent-state cache");
+  test::check_rejects(m, {{"kv_dtype", "fp8"}}, "--kv_dtype", "does not apply");
+  // No position table: the default context is 4096 tokens.
+  CHECK(test::workload(m, {}).seq == 4096);
+}
+
+TEST_CASE("state-space models: released configs, counted by hand", "[ssm][corpus]") {
+  const auto corpus = [](const std::string& file) {
+    return load_model(std::string(VRAMCALC_TEST_DATA) + "/configs/corpus/" + file);
+  };
+  // mamba-130m-hf: h 768, I 1536, N 16, R 48, K 4, 24 layers, V 50280, tied.
+  // Per layer 768 + 2,359,296 + 6,144 + 1,536 + 122,880 + 73,728 + 1,536 +
+  // 24,576 + 1,536 + 1,179,648 = 3,771,648; embedding 38,615,040; norm_f 768.
+  CHECK(count_parameters(corpus("state-spaces--mamba-130m-hf.json")).total == 129'135'360);
+  // mamba-2.8b-hf: h 2560, I 5120, R 160, 64 layers: 41,244,160 per layer;
+  // embedding 128,716,800; norm_f 2560.
+  CHECK(count_parameters(corpus("state-spaces--mamba-2.8b-hf.json")).total == 2'768'345'600);
+  // falcon-mamba-7b: h 4096, I 8192 (its expand 16 is overridden), R 256,
+  // 64 layers of 105,312,256; embedding and head 266,338,304 each; norm_f.
+  const ModelSpec falcon = corpus("tiiuae--falcon-mamba-7b.json");
+  CHECK(falcon.ssm.inner == 8192);
+  CHECK(count_parameters(falcon).total == 7'272'665'088);
+  // Mamba-Codestral-7B: h 4096, I 8192, H 128, G 8, N 128, 64 layers of
+  // 109,640,064; embedding and head 134,217,728 each; norm_f. Its file
+  // says time_step_limit [0.0, Infinity], as Python's json writes it.
+  CHECK(count_parameters(corpus("mistralai--mamba-codestral-7b-v0.1.json")).total == 7'285'403'648);
+}
