@@ -89,6 +89,10 @@ struct ServingPool {
   std::uint64_t blocks_per_request = 0;  ///< blocks one request of --seq tokens needs
   std::uint64_t shared_blocks = 0;       ///< full blocks of the shared prefix, stored once
   double max_concurrency = 0;            ///< requests of --seq tokens the pool holds at once
+  /// Each block is one request's recurrent state in every layer (a
+  /// state-space model), not block_size tokens of K and V.
+  bool recurrent = false;
+  std::uint64_t max_num_seqs = 0;  ///< the engine's cap on running requests (vLLM's max_num_seqs)
   /// Free memory vLLM needs at start: the requested share plus the CUDA
   /// context that is already there when it measures.
   std::uint64_t startup_free = 0;

@@ -290,6 +290,25 @@ struct VllmKvGroups {
 };
 [[nodiscard]] VllmKvGroups vllm_kv_groups(const ModelSpec& m);
 
+/// One state-space layer's page in vLLM's pool: one request's recurrent
+/// state on one tensor-parallel rank (vllm model_executor/layers/mamba/
+/// mamba_utils.py MambaStateShapeCalculator, MambaStateDtypeCalculator;
+/// v1/kv_cache_interface.py MambaSpec.page_size_bytes): the convolution's
+/// K − 1 input columns over its channels and the SSM state I·N, both in the
+/// model's dtype (mamba_cache_dtype and mamba_ssm_cache_dtype "auto"). `m`
+/// is one rank's share.
+[[nodiscard]] std::uint64_t vllm_state_page_bytes(const ModelSpec& m, const Workload& w);
+
+/// vLLM V1's pool for a model whose every layer is a state-space layer:
+/// one KV cache group of L layers (kv_cache_utils.py
+/// _get_kv_cache_groups_uniform_spec), blocks = ⌊⌊available / page⌋ / L⌋,
+/// each block one running request's state in every layer, whatever its
+/// length (MambaSpec.max_memory_usage_bytes without prefix caching: one
+/// page); concurrency = blocks; tokens = blocks · max_model_len, as vLLM
+/// logs it (its Mamba block size is max_model_len).
+[[nodiscard]] ServingPool vllm_state_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                                          std::uint64_t activation_peak);
+
 /// vLLM V1's KV pool from the GPU's total memory (vllm v1/worker/gpu_worker.py
 /// determine_available_memory; v1/core/kv_cache_utils.py get_num_blocks,
 /// get_max_concurrency_for_kv_cache_config): requested = total × utilization;

@@ -184,6 +184,7 @@ struct SsmShape {
   std::uint64_t dt_rank = 0;      ///< R, Mamba-1's time-step projection rank
   std::uint64_t heads = 0;        ///< H, Mamba-2's heads (I = H·P)
   std::uint64_t groups = 0;       ///< G, Mamba-2's groups of B and C
+  std::uint64_t chunk = 0;        ///< Mamba-2's SSD chunk length in tokens (chunk_size)
   bool conv_bias = true;          ///< use_conv_bias
   bool proj_bias = false;         ///< use_bias: biases on in_proj and out_proj
   /// residual_in_fp32: each block keeps the residual stream in fp32.

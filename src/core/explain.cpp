@@ -38,6 +38,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
     if (name == "R" && s.kind == StateSpace::mamba1) return s.dt_rank;
     if (name == "H" && s.kind == StateSpace::mamba2) return s.heads;
     if (name == "G" && s.kind == StateSpace::mamba2) return s.groups;
+    if (name == "cs" && s.kind == StateSpace::mamba2) return s.chunk;
   }
   if (name == "b") return x.w.batch;
   if (name == "s") return x.w.seq;
@@ -132,6 +133,10 @@ constexpr std::string_view k_lora_section = "LoRA and QLoRA — --mode lora, --m
 // The docs/formulas.md heading (without its code spans) for a component:
 // the serving engine's where it computes the component its own way.
 std::string_view section_of(Component c, const ModelSpec& m, const Workload& w) {
+  if (m.ssm.kind != StateSpace::none && w.mode == Mode::infer && w.engine == Engine::vllm &&
+      (c == Component::kv_cache || c == Component::transient)) {
+    return "vLLM's state pool — --engine vllm";
+  }
   if (m.ssm.kind != StateSpace::none && c == Component::kv_cache) {
     return "Recurrent state — ssm_state_elements, hf_recurrent_serve";
   }

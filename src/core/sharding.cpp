@@ -40,6 +40,11 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   s.expert_intermediate = m.expert_intermediate / tp;
   s.shared_expert_intermediate = m.shared_expert_intermediate / tp;
   s.vision.tp = tp;
+  // A state-space mixer's channels and heads; Mamba-2's groups, repeated
+  // up to one per rank when there are fewer (vLLM mamba_mixer2.py).
+  s.ssm.inner = m.ssm.inner / tp;
+  s.ssm.heads = m.ssm.heads / tp;
+  s.ssm.groups = m.ssm.groups >= tp ? m.ssm.groups / tp : std::min<std::uint64_t>(m.ssm.groups, 1);
   s.checkpoint_quant = m.checkpoint_quant;  // its origin and text are the input's, for messages
   return s;
 }

@@ -621,6 +621,8 @@ void read_mamba2(const JsonCursor& root, ModelSpec& m) {
         .fail(fmt::format("{} heads × head_dim {} do not tile the mixer's width {}", s.heads, head_dim,
                           s.inner));
   }
+  s.chunk = optional_count(root, "chunk_size", 256);
+  if (s.chunk == 0) root.at("chunk_size").fail("must be positive");
   s.groups = optional_count(root, "n_groups", 8);
   if (s.groups == 0 || s.heads % s.groups != 0) {
     root.at("n_groups").fail(fmt::format("{} groups do not divide the {} heads", s.groups, s.heads));

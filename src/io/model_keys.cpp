@@ -20,9 +20,9 @@ namespace {
 // the config lacks, is a typo that would otherwise silently change the model.
 // The keys of the state-space models' configuration classes (MambaConfig,
 // FalconMambaConfig, Mamba2Config) the reader uses.
-constexpr std::array k_state_space_keys = {"d_model",     "state_size",       "expand",
-                                           "conv_kernel", "time_step_rank",   "use_conv_bias",
-                                           "num_heads",   "residual_in_fp32", "n_groups"};
+constexpr std::array k_state_space_keys = {"d_model",        "state_size",    "expand",    "conv_kernel",
+                                           "time_step_rank", "use_conv_bias", "num_heads", "residual_in_fp32",
+                                           "n_groups",       "chunk_size"};
 
 const std::vector<std::string>& decoder_keys() {
   static const std::vector<std::string> keys = {"model_type",
@@ -218,7 +218,6 @@ const std::vector<std::string>& ignored_keys() {
                                                 "use_mambapy",
                                                 "use_falcon_mambapy",
                                                 "mixer_rms_eps",
-                                                "chunk_size",
                                                 "rms_norm",
                                                 "fused_add_norm",
                                                 "pad_vocab_size_multiple",

@@ -139,7 +139,8 @@ std::string model_title(const JsonCursor& root, const ModelFile& file) {
       std::string name = n->string();
       while (name.size() > 1 && name.back() == '/') name.pop_back();
       if (name.starts_with('/') || name.starts_with('.')) name = fs::path(name).filename().string();
-      if (!name.empty()) return name;
+      // "./" or "." (a model saved from its own directory) names nothing.
+      if (!name.empty() && name != "." && name != "..") return name;
     }
   }
   return file.title;

@@ -29,10 +29,20 @@ void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in
                                      "mamba_ssm save for backward) is not modelled yet; inference is",
                                      model.name, name_of(model.type)));
   }
-  if (in.engine && in.engine->value != Engine::hf) {
+  if (in.engine && in.engine->value != Engine::hf && in.engine->value != Engine::vllm) {
     conflict(in.engine->origin, fmt::format("the state-space model {} is modelled under transformers "
-                                            "(--engine hf) so far; {}'s recurrent-state cache is not",
+                                            "and vLLM so far; {}'s recurrent-state cache is not",
                                             model.name, name_of(in.engine->value)));
+  }
+  if (in.quant && in.quant->value.kind != QuantKind::none) {
+    conflict(in.quant->origin, fmt::format("quantized weights of the state-space model {} are not "
+                                           "modelled yet (which mixer tensors each method converts)",
+                                           model.name));
+  }
+  if (model.checkpoint_quant.kind != QuantKind::none) {
+    conflict(model.name, fmt::format("{}'s quantization_config: quantized state-space models are not "
+                                     "modelled yet",
+                                     model.name));
   }
   if (in.draft) {
     conflict(in.draft->origin, fmt::format("assisted generation with the state-space model {} is not "
@@ -42,7 +52,8 @@ void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in
   if (in.kv_dtype) {
     conflict(in.kv_dtype->origin,
              fmt::format("{} has no KV cache: transformers keeps its recurrent state in the model's dtype "
-                         "and fp32 (its cache layers), so --kv-dtype does not apply",
+                         "and fp32, vLLM in the model's dtype (its --mamba-ssm-cache-dtype is not modelled "
+                         "yet), so --kv-dtype does not apply",
                          model.name));
   }
 }

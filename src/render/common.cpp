@@ -100,6 +100,15 @@ std::string parallel_text(const Parallel& p) {
 }
 
 std::string workload_line(const Workload& w, const ModelShape& m) {
+  if (w.mode == Mode::infer && w.engine == Engine::vllm && m.ssm.kind != StateSpace::none) {
+    return fmt::format(
+        "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, recurrent state {}, "
+        "utilization {:g}{}",
+        w.seq, w.engine_config.vllm.max_num_batched_tokens, w.engine_config.vllm.max_num_seqs,
+        name_of(w.dtype), name_of(w.dtype == DType::fp8 ? DType::bf16 : w.dtype),
+        static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6,
+        w.engine_config.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.engine_config.vllm.tp) : "");
+  }
   if (w.mode == Mode::infer && w.engine == Engine::vllm) {
     return fmt::format(
         "infer, vllm: max_model_len {}, {} batched tokens × {} sequences, weights {}, KV cache {}, "
@@ -206,6 +215,16 @@ std::string serving_lines(const PlanResult& p) {
       "non-torch memory\n",
       format_gib(s.requested), format_gib(w.engine_config.vllm.gpu_total),
       static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6, format_gib(s.non_kv));
+  if (s.recurrent) {
+    out += fmt::format(
+        "state pool      {:>10} request states of {} each (every layer's convolution and SSM state, any "
+        "length)\n",
+        format_thousands(s.kv_blocks), format_bytes(s.block_bytes));
+    out +=
+        fmt::format("max concurrency {:>10.2f}x requests (vLLM logs {} tokens: blocks × max_model_len {})\n",
+                    s.max_concurrency, format_thousands(s.kv_tokens), format_thousands(w.seq));
+    return out;
+  }
   if (s.kv_groups > 1) {
     out += fmt::format(
         "KV pool         {:>10} blocks × {} tokens for {} layer groups = {} tokens ({} per block over {} "

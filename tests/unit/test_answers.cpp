@@ -302,7 +302,9 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"model", "qwen3-30b-a3b"}, {"mode", "train"}, {"precision", "pure"}, {"seq", "2048"}},
            // State-space models' recurrent state and the fused scans' working set.
            {{"model", "state-spaces--mamba-130m-hf.json"}, {"batch", "4"}, {"seq", "4096"}},
-           {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"seq", "1000"}}}) {
+           {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"seq", "1000"}},
+           {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"engine", "vllm"}, {"gpu", "h100-80gb"}},
+           {{"model", "tiiuae--falcon-mamba-7b.json"}, {"engine", "vllm"}, {"gpu", "l40s"}, {"tp", "2"}}}) {
     WorkloadInput in;
     std::string model = "llama-3.1-8b";
     for (const auto& [k, v] : settings) {

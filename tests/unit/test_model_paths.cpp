@@ -65,6 +65,9 @@ TEST_CASE("a config's _name_or_path titles the plan", "[model_io][paths]") {
   // A local training path names its last component.
   copy_config(t.path / "run" / "config.json", R"("_name_or_path": "/data/runs/step-1000/",)");
   CHECK(load_model((t.path / "run").string()).name == "step-1000");
+  // "./" (tiiuae/falcon-mamba-7b's) names nothing: the directory does.
+  copy_config(t.path / "falcon" / "config.json", R"("_name_or_path": "./",)");
+  CHECK(load_model((t.path / "falcon").string()).name == "falcon");
 }
 
 TEST_CASE("a Hub id plans from the local Hub cache's snapshot of refs/main", "[model_io][paths]") {

@@ -110,10 +110,69 @@ TEST_CASE("mamba2: heads and groups, the gated norm's fp32 working set", "[ssm]"
                     Catch::Contains("tile"));
 }
 
+TEST_CASE("vllm: a pool of whole request states, sized after a profiling run without the scan",
+          "[ssm][vllm]") {
+  const ModelSpec m = test::model(mamba());
+  const Workload w = test::workload(m, {{"engine", "vllm"},
+                                        {"gpu_mem", "1000000"},
+                                        {"non_torch_memory", "0"},
+                                        {"overhead", "0"},
+                                        {"max_num_batched_tokens", "16"},
+                                        {"max_num_seqs", "4"},
+                                        {"sampler", "native"}});
+  // A config without positions: max_model_len 2048 unless given.
+  CHECK(w.seq == 2048);
+  // One layer's page: the convolution's K − 1 = 3 columns of I = 16
+  // channels and the SSM state I·N = 64, both bf16: (48 + 64)·2 B.
+  CHECK(vllm_state_page_bytes(m, w) == 224);
+  const Budget b = estimate(m, w);
+  const ServingPool& p = b.serving;
+  CHECK(p.recurrent);
+  CHECK(p.block_bytes == 2 * 224);
+  CHECK(p.kv_blocks > 0);
+  CHECK(p.kv_blocks == p.available / 224 / 2);
+  CHECK(p.max_concurrency == static_cast<double>(p.kv_blocks));
+  CHECK(p.kv_tokens == p.kv_blocks * 2048);  // vLLM's log: blocks × max_model_len
+  CHECK(test::component(b, Component::kv_cache) == p.kv_blocks * 224 * 2);
+  REQUIRE(b.phases.size() == 3);
+  const std::uint64_t weights = b.phases[0].total;
+  // Profile, T = 16 tokens, bf16: the input, residual and output 3·T·h 768,
+  // in_proj 2·T·I 1024, x made contiguous 512, out_proj 256 → 2560; more
+  // than the sampler step's 2336 (hidden 256, last rows 128, logits 4·64
+  // 512, fp32 160, the sort's 160 + 320 + 320 + 480).
+  CHECK(b.phases[1].total == weights + 2560);
+  CHECK(p.non_kv == weights + 2560);  // --overhead 0: no cuBLAS workspace, no non-torch memory
+  // Serving prefills with the kernels: 768 + 1024, the conv output 512,
+  // x_proj T·(R + 2N) 320, Δ 512, the scan's copies 3·512 and B, C 256.
+  CHECK(b.phases[2].total ==
+        weights + test::component(b, Component::kv_cache) + 768 + 1024 + 512 + 320 + 512 + 1536 + 256);
+  // Tensor parallelism splits the channels; Mamba-2's 2 groups, one per
+  // rank: I 8, conv (8 + 2·4)·3 = 48, SSM 8·4 = 32 per rank.
+  const ModelSpec m2 = test::model(mamba2());
+  const Workload w2 = test::workload(m2, {{"engine", "vllm"}, {"gpu_mem", "1000000"}, {"tp", "2"}});
+  CHECK(vllm_state_page_bytes(tensor_parallel_shard(m2, 2), w2) == (48 + 32) * 2);
+  // With 4 ranks the 2 groups repeat: each rank still holds one.
+  CHECK(tensor_parallel_shard(m2, 4).ssm.groups == 1);
+  // max_num_seqs above the states the pool holds: vLLM refuses to start
+  // (since PR #38270), naming how many fit.
+  const PlanResult r = plan(test::request(m, {{"engine", "vllm"},
+                                              {"gpu_mem", "400000"},
+                                              {"non_torch_memory", "0"},
+                                              {"overhead", "0"},
+                                              {"sampler", "flashinfer"},
+                                              {"max_num_batched_tokens", "600"},
+                                              {"max_num_seqs", "600"}}));
+  REQUIRE(r.fit);
+  CHECK_FALSE(r.fit->fits);
+  CHECK_THAT(r.fit->reason, Catch::Contains("lower --max-num-seqs to at most " +
+                                            std::to_string(r.budget.serving.kv_blocks)));
+}
+
 TEST_CASE("state-space models: training, other engines, drafts and --kv-dtype are refused", "[ssm]") {
   const ModelSpec m = test::model(mamba());
   test::check_rejects(m, {{"mode", "train"}}, "tiny", "inference is");
   test::check_rejects(m, {{"engine", "llamacpp"}}, "--engine", "recurrent-state cache");
+  test::check_rejects(m, {{"quant", "bnb-int8"}}, "--quant", "not modelled yet");
   test::check_rejects(m, {{"kv_dtype", "fp8"}}, "--kv_dtype", "does not apply");
   // No position table: the default context is 4096 tokens.
   CHECK(test::workload(m, {}).seq == 4096);

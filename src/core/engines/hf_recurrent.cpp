@@ -24,9 +24,6 @@ constexpr std::string_view k_ssd = "mamba_ssm ops/triton/ssd_combined.py _mamba_
 constexpr std::string_view k_gated_norm = "transformers modeling_mamba2.py MambaRMSNormGated.forward";
 constexpr std::string_view k_block = "transformers modeling_mamba.py MambaBlock.forward (residual_in_fp32)";
 
-// Mamba-2's SSD kernel runs the scan in chunks of this many tokens
-// (Mamba2Config.chunk_size default 256).
-constexpr std::uint64_t k_ssd_chunk = 256;
 // Mamba-1's selective scan kernel keeps the running state of each chunk of
 // 2048 tokens (mamba_ssm csrc/selective_scan/selective_scan.cpp: x is
 // batch × dim × n_chunks × dstate·2, fp32).
@@ -87,7 +84,7 @@ Inventory mamba1_working_set(const ModelSpec& m, const Workload& w, std::uint64_
 
 // Mamba-2 at its larger of two moments for `tokens` new tokens: the chunked
 // scan (in_proj's output, the convolution's output over x, B and C, the
-// scan output, and the kernel's states per 256-token chunk, in fp32 and
+// scan output, and the kernel's states per chunk of chunk_size tokens, in fp32 and
 // passed along in C's dtype, with dt, its cumulative decay and C·Bᵀ), or the
 // gated RMSNorm (the scan output in fp32, the fp32 gate and its SiLU). A
 // decoded token runs selective_state_update instead of the chunked scan.
@@ -112,15 +109,15 @@ Inventory mamba2_working_set(const ModelSpec& m, const Workload& w, std::uint64_
   common(scan);
   if (tokens > 1) {
     const WorkingSetAdder add{scan, phase};
-    const std::uint64_t chunks = checked_mul(w.batch, ceil_div(tokens, k_ssd_chunk));
+    const std::uint64_t chunks = checked_mul(w.batch, ceil_div(tokens, s.chunk));
     add(".dt_cumsum", "dt after softplus and its cumulative decay per chunk (fp32)",
-        checked_product(2, chunks, s.heads, k_ssd_chunk), DType::fp32, "2·b·⌈t/256⌉·H·256", k_ssd);
+        checked_product(2, chunks, s.heads, s.chunk), DType::fp32, "2·b·⌈t/cs⌉·H·cs", k_ssd);
     add(".chunk_states", "the state at each chunk's end (fp32)", checked_product(chunks, s.inner, s.state),
-        DType::fp32, "b·⌈t/256⌉·I·N", k_ssd);
+        DType::fp32, "b·⌈t/cs⌉·I·N", k_ssd);
     add(".passed_states", "the states passed from chunk to chunk (C's dtype)",
-        checked_product(chunks, s.inner, s.state), c, "b·⌈t/256⌉·I·N", k_ssd);
-    add(".CB", "C·Bᵀ within each chunk (fp32)", checked_product(chunks, s.groups, k_ssd_chunk, k_ssd_chunk),
-        DType::fp32, "b·⌈t/256⌉·G·256²", k_ssd);
+        checked_product(chunks, s.inner, s.state), c, "b·⌈t/cs⌉·I·N", k_ssd);
+    add(".CB", "C·Bᵀ within each chunk (fp32)", checked_product(chunks, s.groups, s.chunk, s.chunk),
+        DType::fp32, "b·⌈t/cs⌉·G·cs²", k_ssd);
   }
   Inventory norm(detail);
   common(norm);

@@ -9,16 +9,11 @@
 #include <fmt/format.h>
 
 #include "core/engines/engine.hpp"
+#include "core/engines/vllm_recurrent.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc::core {
 
-namespace {
-
-constexpr std::string_view k_vllm_runner_source =
-    "vllm v1/worker/gpu_model_runner.py profile_run, _dummy_run, _dummy_sampler_run";
-
-// The dummy sampler step of vLLM's profiling run.
 Inventory profile_sampler(const ModelSpec& m, const Workload& w, std::uint64_t vocab, Detail detail) {
   const VllmConfig& v = w.engine_config.vllm;
   const DType c = w.dtype;
@@ -62,6 +57,24 @@ Inventory profile_sampler(const ModelSpec& m, const Workload& w, std::uint64_t v
   }
   return samp;
 }
+
+Moments vllm_phases(Builder& out, Inventory profile, Inventory serve) {
+  if (out.tree()) {
+    out.b->notes.emplace_back(
+        "vLLM captures CUDA graphs after sizing the pool: their memory (0.1-2 GiB by model and version) "
+        "comes on top and is not counted");
+  }
+  Moments moments;
+  ComponentBytes live{};
+  live[idx(Component::weights)] = out.get(Component::weights);
+  add_moment(moments, k_load_moment, live, Inventory(out.detail));
+  add_moment(moments, "profile", live, std::move(profile));
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  add_moment(moments, "serve", live, std::move(serve));
+  return moments;
+}
+
+namespace {
 
 // What vLLM's profiling run holds at its worst moment (docs/formulas.md,
 // "vLLM's KV pool"): the larger of a decoder layer's MLP on
@@ -142,6 +155,7 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
 // vLLM (--engine vllm): the weights, the profiled working set, and a KV
 // pool of whole blocks sized from what the utilization leaves.
 Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t vocab) {
+  if (m.ssm.kind != StateSpace::none) return vllm_recurrent_serve(out, m, w, vocab);
   const Detail d = out.detail;
   Inventory work = vllm_profile_working_set(m, w, vocab, d);
   // The profiling run's first matmul allocates cuBLAS's workspace through
@@ -188,20 +202,9 @@ Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uin
         std::min(w.engine_config.vllm.max_num_seqs, w.engine_config.vllm.max_num_batched_tokens),
         name_of(w.engine_config.vllm.sampler));
   });
-  if (out.tree()) {
-    out.b->notes.emplace_back(
-        "vLLM captures CUDA graphs after sizing the pool: their memory (0.1-2 GiB by model and version) "
-        "comes on top and is not counted");
-  }
-  Moments moments;
-  ComponentBytes live{};
-  live[idx(Component::weights)] = out.get(Component::weights);
-  add_moment(moments, k_load_moment, live, Inventory(d));
-  add_moment(moments, "profile", live, work);
-  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
   // Serving batches stay within what the profiling run exercised.
-  add_moment(moments, "serve", live, std::move(work));
-  return moments;
+  Inventory serve = work;
+  return vllm_phases(out, std::move(work), std::move(serve));
 }
 
 // vLLM's LoRA slots (--max-loras): allocated with the model, so part of
@@ -285,6 +288,24 @@ void vllm_refuse(FitVerdict& v, const ServingPool& s, std::uint64_t others) {
         "lower --gpu-memory-utilization",
         format_gib(s.startup_free),
         others > 0 ? fmt::format(" and the colocated processes hold {} GiB", format_gib(others)) : "");
+  } else if (s.recurrent && (s.kv_blocks == 0 || s.max_num_seqs > s.kv_blocks)) {
+    // One request's state takes a block; since vLLM PR #38270 it refuses to
+    // start when max_num_seqs exceeds the blocks, as each decoding sequence
+    // needs one for CUDA graph capture (config/compilation.py).
+    v.fits = false;
+    const std::uint64_t want = std::max<std::uint64_t>(1, s.max_num_seqs);
+    const std::uint64_t short_by = checked_mul(want - s.kv_blocks, s.block_bytes);
+    v.headroom = -static_cast<std::int64_t>(std::min(short_by, max));
+    v.reason = s.kv_blocks == 0
+                   ? fmt::format(
+                         "vLLM refuses to start: one request's recurrent state needs {}, the pool "
+                         "holds none",
+                         format_bytes(s.block_bytes))
+                   : fmt::format(
+                         "vLLM refuses to start: max_num_seqs ({}) exceeds the {} request states the "
+                         "pool holds; lower --max-num-seqs to at most {} or raise "
+                         "--gpu-memory-utilization",
+                         s.max_num_seqs, s.kv_blocks, s.kv_blocks);
   } else if (s.kv_blocks < s.blocks_per_request) {
     v.fits = false;
     const std::uint64_t short_by = checked_mul(s.blocks_per_request - s.kv_blocks, s.block_bytes);

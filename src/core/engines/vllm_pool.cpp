@@ -99,10 +99,10 @@ std::uint64_t blocks_per_request(const ModelSpec& m, const Workload& w, const Vl
   return checked_add(checked_mul(g.full, full), checked_mul(g.sliding, ceil_div(tokens, bs) + 1));
 }
 
-}  // namespace
-
-ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
-                      std::uint64_t activation_peak) {
+// What the pool may use: total × utilization, less the weights, the
+// profiled peak and the non-torch memory (gpu_worker.py
+// determine_available_memory).
+ServingPool pool_budget(const Workload& w, std::uint64_t weights, std::uint64_t activation_peak) {
   ServingPool p;
   p.present = true;
   // total × utilization with the utilization in parts per million; the
@@ -110,6 +110,37 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   p.requested = checked_mul(w.engine_config.vllm.gpu_total, w.engine_config.vllm.utilization_ppm) / 1'000'000;
   p.non_kv = checked_add(checked_add(weights, activation_peak), w.engine_config.vllm.non_torch);
   p.available = p.requested > p.non_kv ? p.requested - p.non_kv : 0;
+  p.startup_free = checked_add(p.requested, w.runtime_overhead);
+  return p;
+}
+
+}  // namespace
+
+std::uint64_t vllm_state_page_bytes(const ModelSpec& m, const Workload& w) {
+  const SsmStateElements e = ssm_state_elements(m, m.ssm.conv_kernel - 1);
+  const DType t = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
+  return checked_add(bytes_for(e.conv, t), bytes_for(e.ssm, t));
+}
+
+ServingPool vllm_state_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                            std::uint64_t activation_peak) {
+  ServingPool p = pool_budget(w, weights, activation_peak);
+  const std::uint64_t page = vllm_state_page_bytes(m, w);
+  p.recurrent = true;
+  p.block_bytes = checked_mul(page, m.num_layers);
+  p.kv_tensors = m.num_layers;
+  p.kv_blocks = p.available / page / m.num_layers;
+  p.kv_tokens = checked_mul(p.kv_blocks, w.seq);
+  p.kv_tokens_exact = false;
+  p.blocks_per_request = 1;
+  p.max_concurrency = static_cast<double>(p.kv_blocks);
+  p.max_num_seqs = w.engine_config.vllm.max_num_seqs;
+  return p;
+}
+
+ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                      std::uint64_t activation_peak) {
+  ServingPool p = pool_budget(w, weights, activation_peak);
   // A block id spans one page in each of group_size tensors; every group
   // draws from the same pool (get_kv_cache_config_from_groups), and a
   // token needs a block in each group.
@@ -129,7 +160,6 @@ ServingPool vllm_pool(const ModelSpec& m, const Workload& w, std::uint64_t weigh
   const std::uint64_t own = p.blocks_per_request - p.shared_blocks;
   const std::uint64_t pooled = p.kv_blocks > p.shared_blocks ? p.kv_blocks - p.shared_blocks : 0;
   p.max_concurrency = static_cast<double>(pooled) / static_cast<double>(own);
-  p.startup_free = checked_add(p.requested, w.runtime_overhead);
   return p;
 }
 

@@ -27,6 +27,21 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
   auto need = [&](bool ok, const std::string& what) {
     if (!ok) conflict(origin, fmt::format("vLLM cannot split {} over {} ranks: {}", model.name, tp, what));
   };
+  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
+  need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
+  if (model.ssm.kind != StateSpace::none) {
+    // MambaMixer and MambaMixer2 split the mixer's channels and heads;
+    // Mamba-2's groups of B and C split too, or repeat over the ranks when
+    // there are fewer of them (mamba_mixer2.py extra_groups_for_head_shards).
+    const SsmShape& s = model.ssm;
+    need(s.inner % tp == 0, fmt::format("a mixer width of {} is not a multiple of {}", s.inner, tp));
+    if (s.kind == StateSpace::mamba2) {
+      need(s.heads % tp == 0, fmt::format("{} mixer heads are not a multiple of {}", s.heads, tp));
+      need(s.groups % tp == 0 || tp % s.groups == 0,
+           fmt::format("{} groups neither divide into {} ranks nor repeat evenly over them", s.groups, tp));
+    }
+    return;
+  }
   need(model.num_attention_heads % tp == 0,
        fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp));
   const std::uint64_t kv = model.num_key_value_heads;
@@ -46,8 +61,6 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
          fmt::format("the vision tower's {} heads and MLP width {} are not multiples of {}", v.heads,
                      v.intermediate, tp));
   }
-  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
-  need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
   const Quant& q = w.quant;
   if ((q.kind == QuantKind::gptq || q.kind == QuantKind::awq) && q.group > 0) {
     need((model.intermediate_size / tp) % q.group == 0,
@@ -171,9 +184,12 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   // --batch has no meaning here; its default is not one of the plan's.
   std::erase(r.defaulted, std::string("batch"));
   // vLLM's max_model_len defaults to the config's max_position_embeddings
-  // and may not exceed it (vllm/config/model.py _get_and_verify_max_len).
-  if (!in.seq) w.seq = model.max_position_embeddings;
-  if (w.seq > model.max_position_embeddings) {
+  // and may not exceed it (vllm/config/model.py _get_and_verify_max_len). A
+  // config without a length key (Mamba's) gets 2048 when the tokenizer
+  // gives none, and any --max-model-len is taken.
+  const bool recurrent = model.positions == Positions::recurrent;
+  if (!in.seq) w.seq = recurrent ? 2048 : model.max_position_embeddings;
+  if (!recurrent && w.seq > model.max_position_embeddings) {
     conflict(in.seq->origin,
              fmt::format("vLLM refuses a max_model_len of {} above {}'s max_position_embeddings ({})", w.seq,
                          model.name, model.max_position_embeddings));
