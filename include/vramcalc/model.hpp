@@ -63,6 +63,7 @@ enum class ModelType : std::uint8_t {
   mamba,         ///< Mamba: a selective state-space mixer in every layer, no attention, no MLP
   falcon_mamba,  ///< Falcon-Mamba: Mamba's modules (weightless norms of B, C and dt)
   mamba2,        ///< Mamba-2: the state-space duality mixer, per-head decay, a gated RMSNorm
+  nemotron_h,    ///< Nemotron-H: one module per block, Mamba-2 mixers, attention, MLP or MoE by a pattern
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
@@ -189,6 +190,13 @@ struct SsmShape {
   bool proj_bias = false;         ///< use_bias: biases on in_proj and out_proj
   /// residual_in_fp32: each block keeps the residual stream in fp32.
   bool residual_fp32 = true;
+  /// The blocks holding this mixer. A hybrid (Nemotron-H) gives each of
+  /// its num_layers blocks one module: this mixer, attention, an MLP or an
+  /// MoE layer; a pure state-space model has every layer a mixer.
+  std::uint64_t layers = 0;
+  std::uint64_t attention_layers = 0;  ///< a hybrid's attention blocks
+  std::uint64_t mlp_layers = 0;        ///< a hybrid's MLP blocks
+  std::uint64_t moe_layers = 0;        ///< a hybrid's mixture-of-experts blocks
 
   bool operator==(const SsmShape&) const = default;
 };
@@ -208,6 +216,7 @@ enum class Activation : std::uint8_t {
   gelu_tanh,  ///< torch.nn.functional.gelu(approximate="tanh") (Gemma's gelu_pytorch_tanh)
   gelu_new,   ///< transformers' NewGELUActivation, written out in elementwise ops (GPT-2)
   gelu,       ///< torch.nn.functional.gelu, exact erf form
+  relu2,      ///< transformers' ReLUSquaredActivation: relu, then its square (Nemotron-H)
 };
 
 /// The architecture as plain values: everything of a ModelSpec but its
@@ -313,7 +322,8 @@ struct ModelShape {
 
   /// A state-space model (Mamba, Mamba-2): every layer is a norm and this
   /// mixer; no attention, no MLP, no KV cache, a fixed recurrent state per
-  /// sequence instead (kind none otherwise).
+  /// sequence instead. A hybrid (Nemotron-H) has it in some blocks and
+  /// attention, MLP or MoE blocks beside them (kind none otherwise).
   SsmShape ssm{};
 
   /// One pipeline stage's share of a model (pipeline_stage): whether it

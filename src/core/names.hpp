@@ -90,6 +90,7 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::mamba, "mamba", "Mamba", "MambaBlock"},
     {ModelType::falcon_mamba, "falcon_mamba", "FalconMamba", "FalconMambaBlock"},
     {ModelType::mamba2, "mamba2", "Mamba2", "Mamba2Block"},
+    {ModelType::nemotron_h, "nemotron_h", "NemotronH", "NemotronHBlock"},
     {ModelType::megatron_gpt, "megatron_gpt", "Megatron", "TransformerLayer"},
 });
 

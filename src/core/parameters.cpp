@@ -221,6 +221,19 @@ void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint
       t.push_back(moe(matrix("mlp.experts.down_proj", scope, h, Ie, each), per_expert));
       if (m.expert_bias) t.push_back(moe(vector("mlp.experts.down_proj_bias", scope, h, each), per_expert));
       return;
+    case ModelType::nemotron_h:
+      // NemotronHMoE: a corrected router and relu² experts of up and down
+      // only, the shared expert likewise (modeling_nemotron_h.py).
+      t.push_back(moe(matrix("mixer.gate.weight", scope, E, h, count), block));
+      t.push_back(moe(vector("mixer.gate.e_score_correction_bias", scope, E, count), block));
+      t.push_back(moe(matrix("mixer.experts.up_proj", scope, Ie, h, each), per_expert));
+      t.push_back(moe(matrix("mixer.experts.down_proj", scope, h, Ie, each), per_expert));
+      if (m.shared_expert_intermediate > 0) {
+        const std::uint64_t Is = m.shared_expert_intermediate;
+        t.push_back(moe(matrix("mixer.shared_experts.up_proj.weight", scope, Is, h, count), block));
+        t.push_back(moe(matrix("mixer.shared_experts.down_proj.weight", scope, h, Is, count), block));
+      }
+      return;
     default:
       break;
   }
@@ -364,30 +377,40 @@ void add_mamba(const ModelSpec& m, ParamTensorList& t) {
   const auto layer = ParamScope::layer;
   t.push_back(matrix("embeddings.weight", ParamScope::embedding, m.vocab_size, h, 1));
   t.push_back(vector("norm.weight", layer, h, L));
+  // A hybrid's other blocks (Nemotron-H): attention, MLP or MoE, each a
+  // block of its own.
+  if (s.attention_layers > 0) add_attention(m, t, layer, s.attention_layers);
+  if (s.mlp_layers > 0) add_dense_mlp(m, t, layer, s.mlp_layers, LayerKind::every);
+  if (s.moe_layers > 0) add_moe(m, t, layer, s.moe_layers);
+  const std::uint64_t M = s.layers;  // the blocks with a mixer
+  if (M == 0) {
+    t.push_back(vector("norm_f.weight", ParamScope::final_norm, h, 1));
+    return;
+  }
   if (s.kind == StateSpace::mamba1) {
-    t.push_back(matrix("mixer.in_proj.weight", layer, checked_mul(2, I), h, L));
-    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, checked_mul(2, I), L));
-    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(I, s.conv_kernel), L));
-    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, I, L));
-    t.push_back(matrix("mixer.x_proj.weight", layer, checked_add(s.dt_rank, checked_mul(2, s.state)), I, L));
-    t.push_back(matrix("mixer.dt_proj.weight", layer, I, s.dt_rank, L));
-    t.push_back(vector("mixer.dt_proj.bias", layer, I, L));
-    t.push_back(vector("mixer.A_log", layer, checked_mul(I, s.state), L));
-    t.push_back(vector("mixer.D", layer, I, L));
+    t.push_back(matrix("mixer.in_proj.weight", layer, checked_mul(2, I), h, M));
+    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, checked_mul(2, I), M));
+    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(I, s.conv_kernel), M));
+    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, I, M));
+    t.push_back(matrix("mixer.x_proj.weight", layer, checked_add(s.dt_rank, checked_mul(2, s.state)), I, M));
+    t.push_back(matrix("mixer.dt_proj.weight", layer, I, s.dt_rank, M));
+    t.push_back(vector("mixer.dt_proj.bias", layer, I, M));
+    t.push_back(vector("mixer.A_log", layer, checked_mul(I, s.state), M));
+    t.push_back(vector("mixer.D", layer, I, M));
   } else {
     // in_proj's outputs: the gate z (I), x, B and C for the convolution
     // (I + 2GN) and dt (H).
     const std::uint64_t conv = ssm_conv_channels(m);
     const std::uint64_t projected = checked_add(checked_add(I, conv), s.heads);
-    t.push_back(matrix("mixer.in_proj.weight", layer, projected, h, L));
-    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, projected, L));
-    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(conv, s.conv_kernel), L));
-    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, conv, L));
-    t.push_back(vector("mixer.dt_bias_A_log_D", layer, s.heads, checked_mul(3, L)));
-    t.push_back(vector("mixer.norm.weight", layer, I, L));
+    t.push_back(matrix("mixer.in_proj.weight", layer, projected, h, M));
+    if (s.proj_bias) t.push_back(vector("mixer.in_proj.bias", layer, projected, M));
+    t.push_back(vector("mixer.conv1d.weight", layer, checked_mul(conv, s.conv_kernel), M));
+    if (s.conv_bias) t.push_back(vector("mixer.conv1d.bias", layer, conv, M));
+    t.push_back(vector("mixer.dt_bias_A_log_D", layer, s.heads, checked_mul(3, M)));
+    t.push_back(vector("mixer.norm.weight", layer, I, M));
   }
-  t.push_back(matrix("mixer.out_proj.weight", layer, h, I, L));
-  if (s.proj_bias) t.push_back(vector("mixer.out_proj.bias", layer, h, L));
+  t.push_back(matrix("mixer.out_proj.weight", layer, h, I, M));
+  if (s.proj_bias) t.push_back(vector("mixer.out_proj.bias", layer, h, M));
   t.push_back(vector("norm_f.weight", ParamScope::final_norm, h, 1));
 }
 

@@ -562,6 +562,7 @@ void read_bert(const JsonCursor& root, ModelSpec& m) {
 void read_ssm_dims(const JsonCursor& root, ModelSpec& m, bool tie_default) {
   m.hidden_size = root.at_any({"hidden_size", "d_model"}).positive_integer();
   m.num_layers = root.at_any({"num_hidden_layers", "n_layer"}).positive_integer();
+  m.ssm.layers = m.num_layers;
   m.vocab_size = root.at("vocab_size").positive_integer();
   m.positions = Positions::recurrent;
   m.norm = NormKind::rms_norm;
@@ -629,6 +630,102 @@ void read_mamba2(const JsonCursor& root, ModelSpec& m) {
   }
 }
 
+// The blocks of a Nemotron-H: hybrid_override_pattern, one character per
+// block (M a Mamba-2 mixer, * attention, - an MLP, E mixture of experts),
+// or transformers' newer layers_block_type list of the same kinds.
+void read_block_pattern(const JsonCursor& root, ModelSpec& m) {
+  SsmShape& s = m.ssm;
+  auto count = [&](const JsonCursor& at, std::string_view kind) {
+    if (kind == "M" || kind == "mamba" || kind == "linear_attention") {
+      ++s.layers;
+    } else if (kind == "*" || kind == "attention" || kind == "full_attention") {
+      ++s.attention_layers;
+    } else if (kind == "-" || kind == "mlp") {
+      ++s.mlp_layers;
+    } else if (kind == "E" || kind == "moe") {
+      ++s.moe_layers;
+    } else {
+      at.fail(fmt::format("unknown block kind \"{}\" (expected M, *, - or E; or mamba, attention, mlp, moe)",
+                          kind));
+    }
+  };
+  std::uint64_t blocks = 0;
+  if (auto list = root.find("layers_block_type"); list && list->json().is_array()) {
+    for (const auto& kind : list->json()) {
+      if (!kind.is_string()) list->fail("expected block kinds as strings, got " + kind.dump());
+      count(*list, kind.get<std::string>());
+      ++blocks;
+    }
+  } else {
+    const JsonCursor pattern = root.at("hybrid_override_pattern");
+    for (char ch : pattern.string()) {
+      count(pattern, std::string_view(&ch, 1));
+      ++blocks;
+    }
+  }
+  if (blocks != m.num_layers) {
+    root.at("num_hidden_layers")
+        .fail(fmt::format("{} layers, but the block pattern names {}", m.num_layers, blocks));
+  }
+}
+
+// Nemotron-H (transformers models/nemotron_h/configuration_nemotron_h.py,
+// modeling_nemotron_h.py; docs/research/nemotron_h.md): an RMSNorm and one
+// module per block. Mamba-2 mixers of mamba_num_heads × mamba_head_dim
+// channels (expand is not used), attention without biases, rotary or q/k
+// norms, a relu² MLP of up and down projections, and MoE blocks of
+// relu² experts with a shared expert and DeepSeek's corrected router. The
+// output layer is never tied.
+void read_nemotron_h(const JsonCursor& root, ModelSpec& m) {
+  m.hidden_size = root.at("hidden_size").positive_integer();
+  m.num_layers = root.at("num_hidden_layers").positive_integer();
+  m.vocab_size = root.at("vocab_size").positive_integer();
+  read_block_pattern(root, m);
+  m.positions = Positions::recurrent;
+  m.norm = NormKind::rms_norm;
+  m.tie_word_embeddings = false;
+  m.max_position_embeddings = optional_count(root, "max_position_embeddings", 4096);
+  m.num_attention_heads = root.at("num_attention_heads").positive_integer();
+  m.num_key_value_heads = optional_count(root, "num_key_value_heads", m.num_attention_heads);
+  check_kv_heads(root, m);
+  m.head_dim = optional_count(root, "head_dim", 128);
+  m.intermediate_size = optional_count(root, "intermediate_size", 21504);
+  m.gated_mlp = false;
+  m.mlp_bias = optional_bool(root, "mlp_bias", false);
+  m.activation = Activation::relu2;
+  if (auto act = root.find("mlp_hidden_act"); act && act->string() != "relu2") {
+    act->fail("only \"relu2\" is modelled for Nemotron-H's MLP");
+  }
+  SsmShape& s = m.ssm;
+  s.kind = StateSpace::mamba2;
+  s.heads = optional_count(root, "mamba_num_heads", 128);
+  s.inner = checked_mul(s.heads, optional_count(root, "mamba_head_dim", 64));
+  s.groups = optional_count(root, "n_groups", 8);
+  s.state = optional_count(root, "ssm_state_size", 128);
+  s.conv_kernel = optional_count(root, "conv_kernel", 4);
+  s.chunk = optional_count(root, "chunk_size", 128);
+  s.conv_bias = optional_bool(root, "use_conv_bias", true);
+  s.proj_bias = optional_bool(root, "use_bias", false);
+  s.residual_fp32 = optional_bool(root, "residual_in_fp32", false);
+  if (s.inner == 0 || s.groups == 0 || s.heads % s.groups != 0 || s.state == 0 || s.conv_kernel == 0 ||
+      s.chunk == 0) {
+    root.at("mamba_num_heads")
+        .fail(fmt::format("a Mamba-2 mixer of {} heads, {} groups, {} states and {} taps is not one", s.heads,
+                          s.groups, s.state, s.conv_kernel));
+  }
+  if (s.moe_layers > 0) {
+    m.experts = root.at("n_routed_experts").positive_integer();
+    m.experts_per_token = root.at("num_experts_per_tok").positive_integer();
+    m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
+    m.shared_expert_intermediate = optional_count(root, "moe_shared_expert_intermediate_size", 0);
+    m.router_score_bias = true;
+    if (m.experts_per_token > m.experts) {
+      root.at("num_experts_per_tok")
+          .fail(fmt::format("{} experts per token, but only {} experts", m.experts_per_token, m.experts));
+    }
+  }
+}
+
 }  // namespace
 
 void read_family(const JsonCursor& root, ModelSpec& m) {
@@ -686,6 +783,8 @@ void read_family(const JsonCursor& root, ModelSpec& m) {
       return read_mamba(root, m);
     case ModelType::mamba2:
       return read_mamba2(root, m);
+    case ModelType::nemotron_h:
+      return read_nemotron_h(root, m);
     default:
       throw std::logic_error("read_family: not a family of model_families.cpp");
   }

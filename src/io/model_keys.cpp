@@ -20,9 +20,23 @@ namespace {
 // the config lacks, is a typo that would otherwise silently change the model.
 // The keys of the state-space models' configuration classes (MambaConfig,
 // FalconMambaConfig, Mamba2Config) the reader uses.
-constexpr std::array k_state_space_keys = {"d_model",        "state_size",    "expand",    "conv_kernel",
-                                           "time_step_rank", "use_conv_bias", "num_heads", "residual_in_fp32",
-                                           "n_groups",       "chunk_size"};
+constexpr std::array k_state_space_keys = {"hybrid_override_pattern",
+                                           "layers_block_type",
+                                           "mamba_num_heads",
+                                           "mamba_head_dim",
+                                           "ssm_state_size",
+                                           "mlp_hidden_act",
+                                           "moe_shared_expert_intermediate_size",
+                                           "d_model",
+                                           "state_size",
+                                           "expand",
+                                           "conv_kernel",
+                                           "time_step_rank",
+                                           "use_conv_bias",
+                                           "num_heads",
+                                           "residual_in_fp32",
+                                           "n_groups",
+                                           "chunk_size"};
 
 const std::vector<std::string>& decoder_keys() {
   static const std::vector<std::string> keys = {"model_type",
@@ -223,7 +237,14 @@ const std::vector<std::string>& ignored_keys() {
                                                 "pad_vocab_size_multiple",
                                                 "ssm_cfg",
                                                 "norm_before_gate",
-                                                "d_inner"};
+                                                "d_inner",
+                                                "attention_head_dim",
+                                                "mamba_hidden_act",
+                                                "mamba_proj_bias",
+                                                "num_logits_to_keep",
+                                                "use_mamba_kernels",
+                                                "mamba_ssm_cache_dtype",
+                                                "norm_eps"};
   return keys;
 }
 

@@ -88,7 +88,7 @@ constexpr auto k_transformers_types = std::to_array<std::string_view>({
 constexpr auto k_remote_code_types = std::to_array<std::string_view>({
     "baichuan", "chatglm", "deepseek", "deepseek_v32", "deepseek_v4", "exaone", "exaone4_5", "gemma4",
     "glm_moe_dsa", "internlm", "internlm2", "internlm3", "internvl_chat", "kimi_k2", "kimi_k25",
-    "minicpm", "minicpm3", "minicpmv", "molmo", "nemotron-nas", "nemotron_h", "orion", "phi-msft",
+    "minicpm", "minicpm3", "minicpmv", "molmo", "nemotron-nas", "orion", "phi-msft",
     "qwen", "qwen3_5", "qwen3_5_moe", "rwkv5", "rwkv6", "rwkv7", "telechat", "xverse",
 });
 // clang-format on

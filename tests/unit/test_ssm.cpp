@@ -168,6 +168,41 @@ TEST_CASE("vllm: a pool of whole request states, sized after a profiling run wit
                                             std::to_string(r.budget.serving.kv_blocks)));
 }
 
+TEST_CASE("nemotron_h: Mamba-2, attention and MLP blocks by a pattern; state and KV beside each other",
+          "[ssm][hybrid]") {
+  // Four blocks "M*-M": two Mamba-2 mixers (4 heads of 4, G = 2, N = 4),
+  // one attention block (2 heads of 4, one KV head), one relu² MLP of 200.
+  const std::string json = R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8,
+      "num_hidden_layers": 4, "hybrid_override_pattern": "M*-M", "num_attention_heads": 2,
+      "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 200, "mamba_num_heads": 4,
+      "mamba_head_dim": 4, "n_groups": 2, "ssm_state_size": 4, "conv_kernel": 4, "chunk_size": 256,
+      "max_position_embeddings": 64})";
+  const ModelSpec m = test::model(json);
+  CHECK(m.ssm.layers == 2);
+  CHECK(m.ssm.attention_layers == 1);
+  CHECK(m.ssm.mlp_layers == 1);
+  // Embedding and the untied head 80 each, norm_f 8, a norm per block 4·8;
+  // attention q 64, k 32, v 32, o 64; MLP up and down 2·1600; each mixer
+  // in_proj 52·8 416, conv 128 + 32, dt_bias, A_log, D 12, gated norm 16,
+  // out_proj 128 → 732.
+  CHECK(count_parameters(m).total == 80 + 80 + 8 + 32 + 192 + 3200 + 2 * 732);
+  const Workload w = test::workload(m, {{"batch", "3"}, {"seq", "5"}});
+  const Budget b = estimate(m, w);
+  // The mixers' state: conv 32·4 bf16 256 B and SSM 16·4 fp32 256 B per
+  // sequence; the attention block's K and V: 2·3·5·1·4 values in bf16.
+  CHECK(test::component(b, Component::kv_cache) == 2 * 3 * (256 + 256) + 2 * 3 * 5 * 4 * 2);
+  REQUIRE(b.phases.size() == 3);
+  // Decode, T = 3: the MLP block is the largest, input and residual 48 + 48
+  // and the up output, its relu and square 3·T·I 3600 (a mixer holds 1272).
+  CHECK(b.phases[2].total == b.phases[0].total + test::component(b, Component::kv_cache) +
+                                 test::cublas_workspaces(w) + 48 + 48 + 3600);
+  // The pattern must name every layer, with known kinds.
+  CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-\"")), Catch::Contains("names 3"));
+  CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-X\"")), Catch::Contains("unknown block"));
+  // vLLM's hybrid pool is not modelled yet.
+  test::check_rejects(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}, "--engine", "hybrid");
+}
+
 TEST_CASE("state-space models: training, other engines, drafts and --kv-dtype are refused", "[ssm]") {
   const ModelSpec m = test::model(mamba());
   test::check_rejects(m, {{"mode", "train"}}, "tiny", "inference is");
@@ -198,4 +233,18 @@ TEST_CASE("state-space models: released configs, counted by hand", "[ssm][corpus
   // 109,640,064; embedding and head 134,217,728 each; norm_f. Its file
   // says time_step_limit [0.0, Infinity], as Python's json writes it.
   CHECK(count_parameters(corpus("mistralai--mamba-codestral-7b-v0.1.json")).total == 7'285'403'648);
+  // Nemotron-H-56B: h 8192, 118 blocks "M-M-...": 54 Mamba-2 mixers (256
+  // heads of 64, G 8, N 256) of 438,424,320, 10 attention blocks of
+  // 150,994,944 (64 heads and 8 KV heads of 128), 54 relu² MLPs of
+  // 536,870,912 (I 32768); a norm per block; embedding and head
+  // 1,073,741,824 each; norm_f.
+  CHECK(count_parameters(corpus("nvidia--nemotron-h-56b-base-8k.json")).total == 56'324'350'464);
+  // Nemotron 3 Nano 30B-A3B: 23 mixers, 6 attention blocks, 23 MoE blocks
+  // of 128 relu² experts (top 6) and a shared expert; its width is
+  // mamba_num_heads × mamba_head_dim = 4096, not expand × h. Mixers
+  // 38,742,208, attention 23,396,352, MoE 1,297,465,344 and the router's
+  // e_score_correction_bias of 128 the checkpoint stores, as DeepSeek-V3's.
+  const ModelSpec nano = corpus("nvidia--nvidia-nemotron-3-nano-30b-a3b-bf16.json");
+  CHECK(nano.ssm.inner == 4096);
+  CHECK(count_parameters(nano).total == 31'577'937'344 + 23 * 128);
 }

@@ -78,6 +78,8 @@ void moe_working_set(Inventory& mlp, const ModelSpec& m, std::uint64_t T, DType 
       grouped);
 }
 
+}  // namespace
+
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
 // dynamic or static cache): tensors alive together at the worst moment of
@@ -114,6 +116,9 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
           m.fused_gate_up ? "gate_up output, act(gate) and the product" : "act(gate), up and their product",
           fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
     });
+  } else if (m.activation == Activation::relu2) {
+    // ReLUSquaredActivation: the up output, its relu and the square.
+    add(mlp, ".mlp_intermediates", "up output, its relu and the square", checked_mul(3, TI), c, "3·b·t·I");
   } else {
     add(mlp, ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI), c, "4·b·t·I");
   }
@@ -174,6 +179,8 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
   if (total_bytes(head) > total_bytes(best)) best = std::move(head);
   return best;
 }
+
+namespace {
 
 // The cache of transformers' generate for `m`: K and V per layer for the
 // whole context, or the window on sliding-window layers.

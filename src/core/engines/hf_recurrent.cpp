@@ -143,10 +143,17 @@ Inventory head_working_set(const ModelSpec& m, const Workload& w, std::uint64_t 
   return inv;
 }
 
+// The largest of a mixer block, a hybrid's attention, MLP or MoE block
+// (the decoders' working set, no rotary), and the output end.
 Inventory recurrent_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
                                 std::string_view phase, Detail detail) {
   Inventory layer = m.ssm.kind == StateSpace::mamba1 ? mamba1_working_set(m, w, tokens, phase, detail)
                                                      : mamba2_working_set(m, w, tokens, phase, detail);
+  const SsmShape& s = m.ssm;
+  if (s.attention_layers + s.mlp_layers + s.moe_layers > 0) {
+    Inventory other = inference_working_set(m, w, tokens, w.seq, phase, detail);
+    if (total_bytes(other) > total_bytes(layer)) layer = std::move(other);
+  }
   Inventory head = head_working_set(m, w, tokens, phase, detail);
   return total_bytes(head) > total_bytes(layer) ? head : layer;
 }
@@ -168,20 +175,33 @@ Moments hf_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w) 
       "transformers cache_utils.py LinearAttentionLayer (modeling_mamba.py, modeling_mamba2.py "
       "cuda_kernels_forward)";
   Branch state(d);
-  state.leaf(bytes_for(checked_mul(w.batch, e.conv), c), m.num_layers, [&] {
+  state.leaf(bytes_for(checked_mul(w.batch, e.conv), c), m.ssm.layers, [&] {
     return LeafText{"conv_states", "convolution state: the last K inputs of each channel",
                     fmt::format("b·C·K × {} B ({})", bits_of(c) / 8, name_of(c)), std::string(cache_class)};
   });
-  state.leaf(bytes_for(checked_mul(w.batch, e.ssm), DType::fp32), m.num_layers, [&] {
+  state.leaf(bytes_for(checked_mul(w.batch, e.ssm), DType::fp32), m.ssm.layers, [&] {
     return LeafText{"ssm_states", "SSM state: N per channel, fp32 as the scan returns it",
                     "b·I·N × 4 B (fp32)", std::string(cache_class)};
   });
+  // A hybrid's attention blocks cache K and V of the whole context in the
+  // model's dtype (DynamicCache's attention layers).
+  if (m.ssm.attention_layers > 0) {
+    state.leaf(bytes_for(checked_product(2, w.batch, w.seq, m.num_key_value_heads, m.head_dim), c),
+               m.ssm.attention_layers, [&] {
+                 return LeafText{"attention_layers", "attention blocks: K and V for the whole context",
+                                 fmt::format("2·b·s·k·d × {} B ({})", bits_of(c) / 8, name_of(c)),
+                                 "transformers cache_utils.py DynamicCache (modeling_nemotron_h.py)"};
+               });
+  }
   out.set(Component::kv_cache, std::move(state));
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
         "a recurrent state of {} sequences, the same size at any length: the convolution's inputs in {}, "
-        "the SSM state in fp32",
-        w.batch, name_of(c));
+        "the SSM state in fp32{}",
+        w.batch, name_of(c),
+        m.ssm.attention_layers > 0
+            ? fmt::format("; K and V of {} tokens in the {} attention blocks", w.seq, m.ssm.attention_layers)
+            : "");
   });
   out.assume(Component::transient, [&] {
     return "Hugging Face generate on CUDA with the mamba_ssm and causal_conv1d kernels: the whole prompt "
