@@ -93,6 +93,9 @@ struct ServingPool {
   /// state-space model), not block_size tokens of K and V.
   bool recurrent = false;
   std::uint64_t max_num_seqs = 0;  ///< the engine's cap on running requests (vLLM's max_num_seqs)
+  /// Tokens per block when the engine sets it (a hybrid's attention block
+  /// raised to the Mamba page); 0: the --block-size given.
+  std::uint64_t block_tokens = 0;
   /// Free memory vLLM needs at start: the requested share plus the CUDA
   /// context that is already there when it measures.
   std::uint64_t startup_free = 0;

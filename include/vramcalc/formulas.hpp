@@ -299,6 +299,29 @@ struct VllmKvGroups {
 /// is one rank's share.
 [[nodiscard]] std::uint64_t vllm_state_page_bytes(const ModelSpec& m, const Workload& w);
 
+/// vLLM V1's layout of a hybrid's pool (Nemotron-H): its attention and
+/// Mamba layers share one page size (models/config.py
+/// HybridAttentionMambaModelConfig, platform _align_hybrid_block_size): the
+/// attention block holds 16·⌈mamba page / (16 · attention page per token)⌉
+/// tokens, the Mamba page is padded to that attention page. Layers group by
+/// kind, group_size the smaller count (the larger when it is under 1.5
+/// times the smaller; kv_cache_utils.py _get_kv_cache_groups_uniform_page_size).
+struct VllmHybridLayout {
+  std::uint64_t block_tokens = 0;  ///< the attention block
+  std::uint64_t page = 0;          ///< the unified page, bytes
+  std::uint64_t group_size = 0;    ///< layers per group: the pool's tensors
+  std::uint64_t attention_groups = 0;
+  std::uint64_t mamba_groups = 0;
+};
+[[nodiscard]] VllmHybridLayout vllm_hybrid_layout(const ModelSpec& m, const Workload& w);
+
+/// vLLM V1's pool for a hybrid: blocks = ⌊⌊available / page⌋ / group size⌋;
+/// a request needs ⌈s / block⌉ blocks in each attention group and, with
+/// prefix caching in its "align" mode (on by default for hybrids), 2 in
+/// each Mamba group.
+[[nodiscard]] ServingPool vllm_hybrid_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                                           std::uint64_t activation_peak);
+
 /// vLLM V1's pool for a model whose every layer is a state-space layer:
 /// one KV cache group of L layers (kv_cache_utils.py
 /// _get_kv_cache_groups_uniform_spec), blocks = ⌊⌊available / page⌋ / L⌋,

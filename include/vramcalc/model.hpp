@@ -197,6 +197,9 @@ struct SsmShape {
   std::uint64_t attention_layers = 0;  ///< a hybrid's attention blocks
   std::uint64_t mlp_layers = 0;        ///< a hybrid's MLP blocks
   std::uint64_t moe_layers = 0;        ///< a hybrid's mixture-of-experts blocks
+  /// vLLM keeps the SSM state in fp32 (NemotronH's default
+  /// mamba_ssm_cache_dtype, or the config's own key); else the model's dtype.
+  bool vllm_state_fp32 = false;
 
   bool operator==(const SsmShape&) const = default;
 };

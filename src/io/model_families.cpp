@@ -707,6 +707,16 @@ void read_nemotron_h(const JsonCursor& root, ModelSpec& m) {
   s.conv_bias = optional_bool(root, "use_conv_bias", true);
   s.proj_bias = optional_bool(root, "use_bias", false);
   s.residual_fp32 = optional_bool(root, "residual_in_fp32", false);
+  // vLLM's NemotronHForCausalLMConfig: the config's mamba_ssm_cache_dtype,
+  // else float32 (models/config.py).
+  s.vllm_state_fp32 = true;
+  if (auto d = root.find("mamba_ssm_cache_dtype")) {
+    const std::string t = d->string();
+    if (t != "float32" && t != "bfloat16" && t != "float16" && t != "auto") {
+      d->fail("expected float32, bfloat16, float16 or auto");
+    }
+    s.vllm_state_fp32 = t == "float32";
+  }
   if (s.inner == 0 || s.groups == 0 || s.heads % s.groups != 0 || s.state == 0 || s.conv_kernel == 0 ||
       s.chunk == 0) {
     root.at("mamba_num_heads")

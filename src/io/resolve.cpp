@@ -35,14 +35,6 @@ void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in
                                             model.name, name_of(in.engine->value)));
   }
   const SsmShape& s = model.ssm;
-  const bool hybrid = s.attention_layers + s.mlp_layers + s.moe_layers > 0;
-  if (hybrid && in.engine && in.engine->value == Engine::vllm) {
-    conflict(in.engine->origin,
-             fmt::format("vLLM's pool for the hybrid {} ({} Mamba blocks beside {} attention blocks: the "
-                         "attention block size raised to the Mamba page, the groups unified) is not modelled "
-                         "yet; transformers generate is",
-                         model.name, s.layers, s.attention_layers));
-  }
   if (s.moe_layers > 0) {
     conflict(model.name, fmt::format("{}'s {} MoE blocks ({} experts, {} per token) are counted (`vramcalc "
                                      "models`); their working set under transformers (relu² experts) is not "

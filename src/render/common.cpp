@@ -229,8 +229,8 @@ std::string serving_lines(const PlanResult& p) {
     out += fmt::format(
         "KV pool         {:>10} blocks × {} tokens for {} layer groups = {} tokens ({} per block over {} "
         "shared tensors)\n",
-        format_thousands(s.kv_blocks), w.engine_config.vllm.block_size, s.kv_groups,
-        format_thousands(s.kv_tokens), format_bytes(s.block_bytes), s.kv_tensors);
+        format_thousands(s.kv_blocks), s.block_tokens > 0 ? s.block_tokens : w.engine_config.vllm.block_size,
+        s.kv_groups, format_thousands(s.kv_tokens), format_bytes(s.block_bytes), s.kv_tensors);
   } else {
     out +=
         fmt::format("KV pool         {:>10} blocks × {} tokens = {} tokens ({} per block over all layers)\n",

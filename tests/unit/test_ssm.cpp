@@ -199,8 +199,26 @@ TEST_CASE("nemotron_h: Mamba-2, attention and MLP blocks by a pattern; state and
   // The pattern must name every layer, with known kinds.
   CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-\"")), Catch::Contains("names 3"));
   CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-X\"")), Catch::Contains("unknown block"));
-  // vLLM's hybrid pool is not modelled yet.
-  test::check_rejects(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}, "--engine", "hybrid");
+  // vLLM: the attention page per token 2·1·4·2 = 16 B; the Mamba page conv
+  // 3·32 bf16 192 and SSM 16·4 fp32 256 (NemotronH's default) = 448; the
+  // attention block 16·⌈448 / 256⌉ = 32 tokens, the page 512 B for both.
+  // One attention and two Mamba layers: groups of 1 (2 is not under 1.5 ×
+  // 1), 3 groups; a request of 64 tokens takes 64/32 attention blocks and 2
+  // per Mamba group (prefix caching's align mode).
+  const Workload v = test::workload(
+      m, {{"engine", "vllm"}, {"gpu_mem", "1000000"}, {"non_torch_memory", "0"}, {"overhead", "0"}});
+  CHECK(v.seq == 64);  // max_position_embeddings
+  const VllmHybridLayout l = vllm_hybrid_layout(m, v);
+  CHECK(l.block_tokens == 32);
+  CHECK(l.page == 512);
+  CHECK(l.group_size == 1);
+  CHECK(l.attention_groups == 1);
+  CHECK(l.mamba_groups == 2);
+  const ServingPool p = estimate(m, v).serving;
+  CHECK(p.kv_blocks == p.available / 512);
+  CHECK(p.blocks_per_request == 2 + 2 * 2);
+  CHECK(p.kv_tokens == p.kv_blocks / 3 * 32);
+  CHECK(p.max_concurrency == static_cast<double>(p.kv_blocks) / 6);
 }
 
 TEST_CASE("state-space models: training, other engines, drafts and --kv-dtype are refused", "[ssm]") {

@@ -74,8 +74,6 @@ Moments vllm_phases(Builder& out, Inventory profile, Inventory serve) {
   return moments;
 }
 
-namespace {
-
 // What vLLM's profiling run holds at its worst moment (docs/formulas.md,
 // "vLLM's KV pool"): the larger of a decoder layer's MLP on
 // max_num_batched_tokens tokens and the dummy sampler step on one row per
@@ -151,6 +149,8 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
   Inventory samp = profile_sampler(m, w, vocab, detail);
   return total_bytes(samp) >= total_bytes(fwd) ? samp : fwd;
 }
+
+namespace {
 
 // vLLM (--engine vllm): the weights, the profiled working set, and a KV
 // pool of whole blocks sized from what the utilization leaves.

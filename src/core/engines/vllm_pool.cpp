@@ -119,7 +119,43 @@ ServingPool pool_budget(const Workload& w, std::uint64_t weights, std::uint64_t 
 std::uint64_t vllm_state_page_bytes(const ModelSpec& m, const Workload& w) {
   const SsmStateElements e = ssm_state_elements(m, m.ssm.conv_kernel - 1);
   const DType t = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
-  return checked_add(bytes_for(e.conv, t), bytes_for(e.ssm, t));
+  return checked_add(bytes_for(e.conv, t), bytes_for(e.ssm, m.ssm.vllm_state_fp32 ? DType::fp32 : t));
+}
+
+VllmHybridLayout vllm_hybrid_layout(const ModelSpec& m, const Workload& w) {
+  constexpr std::uint64_t align = 16;  // the attention backends' block alignment
+  VllmHybridLayout l;
+  const DType t = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
+  const std::uint64_t per_token = bytes_for(checked_product(2, m.num_key_value_heads, m.head_dim), t);
+  const std::uint64_t mamba = vllm_state_page_bytes(m, w);
+  l.block_tokens = align * ceil_div(mamba, checked_mul(align, per_token));
+  l.page = checked_mul(l.block_tokens, per_token);
+  const std::uint64_t a = m.ssm.attention_layers;
+  const std::uint64_t b = m.ssm.layers;
+  const std::uint64_t small = std::min(a, b);
+  const std::uint64_t large = std::max(a, b);
+  l.group_size = 2 * large < 3 * small ? large : small;
+  l.attention_groups = ceil_div(a, l.group_size);
+  l.mamba_groups = ceil_div(b, l.group_size);
+  return l;
+}
+
+ServingPool vllm_hybrid_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,
+                             std::uint64_t activation_peak) {
+  ServingPool p = pool_budget(w, weights, activation_peak);
+  const VllmHybridLayout l = vllm_hybrid_layout(m, w);
+  const std::uint64_t groups = l.attention_groups + l.mamba_groups;
+  p.block_tokens = l.block_tokens;
+  p.block_bytes = checked_mul(l.page, l.group_size);
+  p.kv_tensors = l.group_size;
+  p.kv_groups = groups;
+  p.kv_blocks = p.available / l.page / l.group_size;
+  p.kv_tokens = checked_mul(p.kv_blocks / groups, l.block_tokens);
+  p.kv_tokens_exact = false;
+  p.blocks_per_request = checked_add(checked_mul(l.attention_groups, ceil_div(w.seq, l.block_tokens)),
+                                     checked_mul(2, l.mamba_groups));
+  p.max_concurrency = static_cast<double>(p.kv_blocks) / static_cast<double>(p.blocks_per_request);
+  return p;
 }
 
 ServingPool vllm_state_pool(const ModelSpec& m, const Workload& w, std::uint64_t weights,

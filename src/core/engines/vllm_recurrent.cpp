@@ -142,29 +142,57 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
   const VllmConfig& v = w.engine_config.vllm;
   const DType c = w.dtype == DType::fp8 ? DType::bf16 : w.dtype;
   const std::uint64_t T = v.max_num_batched_tokens;
-  // Each step samples too: the larger of the mixer and the sampler step.
-  const auto with_sampler = [&](Inventory mixer) {
-    Inventory samp = profile_sampler(m, w, vocab, d);
-    return total_bytes(samp) > total_bytes(mixer) ? samp : mixer;
+  // Each step samples too: the larger of the mixer and the sampler step; a
+  // hybrid's MLP blocks as the decoders' (vllm_profile_working_set).
+  const bool hybrid = m.ssm.attention_layers + m.ssm.mlp_layers > 0;
+  const auto with_others = [&](Inventory mixer) {
+    Inventory other = hybrid ? vllm_profile_working_set(m, w, vocab, d) : profile_sampler(m, w, vocab, d);
+    return total_bytes(other) > total_bytes(mixer) ? other : mixer;
   };
-  Inventory work = with_sampler(profiled_mixer(m, T, c, d));
+  Inventory work = with_others(profiled_mixer(m, T, c, d));
   const std::uint64_t peak = checked_add(total_bytes(work), w.cublas_workspace);
-  const ServingPool pool = vllm_state_pool(m, w, out.get(Component::weights), peak);
+  const ServingPool pool = hybrid ? vllm_hybrid_pool(m, w, out.get(Component::weights), peak)
+                                  : vllm_state_pool(m, w, out.get(Component::weights), peak);
   out.serving = pool;
   out.serving.engine = Engine::vllm;
-  const std::uint64_t page = vllm_state_page_bytes(m, w);
   Branch states(d);
-  states.leaf(checked_mul(page, pool.kv_blocks), m.num_layers, [&] {
-    return LeafText{
-        "pool",
-        fmt::format("state pool: {} blocks per layer, each one request's convolution and SSM state",
-                    format_thousands(pool.kv_blocks)),
-        fmt::format("blocks·((K − 1)·C + I·N) × {} B ({})", bits_of(c) / 8, name_of(c)),
-        "vllm model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator; v1/kv_cache_interface.py "
-        "MambaSpec; v1/core/kv_cache_utils.py get_num_blocks"};
-  });
+  if (hybrid) {
+    const VllmHybridLayout l = vllm_hybrid_layout(m, w);
+    states.leaf(checked_mul(l.page, pool.kv_blocks), l.group_size, [&] {
+      return LeafText{
+          "pool",
+          fmt::format("hybrid pool: {} tensors, each shared by one layer of each of {} groups ({} attention, "
+                      "{} Mamba), {} blocks of {} tokens; a Mamba block holds one request's state, padded "
+                      "to the attention page",
+                      l.group_size, l.attention_groups + l.mamba_groups, l.attention_groups, l.mamba_groups,
+                      format_thousands(pool.kv_blocks), l.block_tokens),
+          "blocks·page, page = block·2·k·d × KV bytes",
+          "vllm model_executor/models/config.py HybridAttentionMambaModelConfig; v1/core/kv_cache_utils.py "
+          "_get_kv_cache_groups_uniform_page_size, get_num_blocks"};
+    });
+  } else {
+    const std::uint64_t page = vllm_state_page_bytes(m, w);
+    states.leaf(checked_mul(page, pool.kv_blocks), m.num_layers, [&] {
+      return LeafText{
+          "pool",
+          fmt::format("state pool: {} blocks per layer, each one request's convolution and SSM state",
+                      format_thousands(pool.kv_blocks)),
+          fmt::format("blocks·((K − 1)·C + I·N) × {} B ({})", bits_of(c) / 8, name_of(c)),
+          "vllm model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator; "
+          "v1/kv_cache_interface.py MambaSpec; v1/core/kv_cache_utils.py get_num_blocks"};
+    });
+  }
   out.set(Component::kv_cache, std::move(states));
   out.assume(Component::kv_cache, [&] {
+    if (hybrid) {
+      return fmt::format(
+          "vLLM hybrid pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and "
+          "non-torch memory; {} blocks; prefix caching in its align mode (2 blocks per Mamba group and "
+          "request); the SSM state in {}",
+          format_bytes(v.gpu_total), static_cast<double>(v.utilization_ppm) / 1e6,
+          format_bytes(pool.requested), format_bytes(pool.available), format_thousands(pool.kv_blocks),
+          m.ssm.vllm_state_fp32 ? "fp32" : name_of(c));
+    }
     return fmt::format(
         "vLLM state pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and non-torch "
         "memory; {} request states of {} each, at any length, in {}; no prefix caching",
@@ -172,7 +200,7 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
         format_bytes(pool.available), format_thousands(pool.kv_blocks), format_bytes(pool.block_bytes),
         name_of(c));
   });
-  Inventory prefill = with_sampler(prefill_mixer(m, T, c, d));
+  Inventory prefill = with_others(prefill_mixer(m, T, c, d));
   out.assume(Component::transient, [&] {
     return fmt::format(
         "vLLM's profiling run of {} tokens runs the mixers without their kernels (attn_metadata is None), "

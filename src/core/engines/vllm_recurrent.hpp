@@ -24,6 +24,12 @@ inline constexpr std::string_view k_vllm_runner_source =
 /// pool) once the pool is set, with the note on CUDA graphs.
 [[nodiscard]] Moments vllm_phases(Builder& out, Inventory profile, Inventory serve);
 
+/// What vLLM's profiling run holds at its worst moment: the larger of a
+/// decoder layer's MLP on max_num_batched_tokens tokens and the sampler step
+/// (vllm.cpp).
+[[nodiscard]] Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::uint64_t vocab,
+                                                 Detail detail);
+
 /// vLLM serving a state-space model: the profiled working set of its
 /// mixers, and a pool of whole request states (vllm_state_pool).
 [[nodiscard]] Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w,

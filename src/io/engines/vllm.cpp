@@ -40,7 +40,7 @@ void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std:
       need(s.groups % tp == 0 || tp % s.groups == 0,
            fmt::format("{} groups neither divide into {} ranks nor repeat evenly over them", s.groups, tp));
     }
-    return;
+    if (s.attention_layers + s.mlp_layers + s.moe_layers == 0) return;  // no attention, no MLP
   }
   need(model.num_attention_heads % tp == 0,
        fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp));
@@ -187,9 +187,9 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
   // and may not exceed it (vllm/config/model.py _get_and_verify_max_len). A
   // config without a length key (Mamba's) gets 2048 when the tokenizer
   // gives none, and any --max-model-len is taken.
-  const bool recurrent = model.positions == Positions::recurrent;
-  if (!in.seq) w.seq = recurrent ? 2048 : model.max_position_embeddings;
-  if (!recurrent && w.seq > model.max_position_embeddings) {
+  const bool no_length = model.max_position_embeddings == 0;
+  if (!in.seq) w.seq = no_length ? 2048 : model.max_position_embeddings;
+  if (!no_length && w.seq > model.max_position_embeddings) {
     conflict(in.seq->origin,
              fmt::format("vLLM refuses a max_model_len of {} above {}'s max_position_embeddings ({})", w.seq,
                          model.name, model.max_position_embeddings));
