@@ -663,6 +663,7 @@ void read_block_pattern(const JsonCursor& root, ModelSpec& m) {
       ++blocks;
     }
   }
+  if (s.layers == 0) root.at("num_hidden_layers").fail("the block pattern names no Mamba block (M)");
   if (blocks != m.num_layers) {
     root.at("num_hidden_layers")
         .fail(fmt::format("{} layers, but the block pattern names {}", m.num_layers, blocks));
@@ -688,7 +689,8 @@ void read_nemotron_h(const JsonCursor& root, ModelSpec& m) {
   m.num_attention_heads = root.at("num_attention_heads").positive_integer();
   m.num_key_value_heads = optional_count(root, "num_key_value_heads", m.num_attention_heads);
   check_kv_heads(root, m);
-  m.head_dim = optional_count(root, "head_dim", 128);
+  m.head_dim = 128;  // NemotronHConfig's default
+  if (auto c = root.find("head_dim")) m.head_dim = c->positive_integer();
   m.intermediate_size = optional_count(root, "intermediate_size", 21504);
   m.gated_mlp = false;
   m.mlp_bias = optional_bool(root, "mlp_bias", false);

@@ -199,6 +199,16 @@ TEST_CASE("nemotron_h: Mamba-2, attention and MLP blocks by a pattern; state and
   // The pattern must name every layer, with known kinds.
   CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-\"")), Catch::Contains("names 3"));
   CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"M*-X\"")), Catch::Contains("unknown block"));
+  CHECK_THROWS_WITH(test::model(test::with(json, "\"M*-M\"", "\"-*-*\"")), Catch::Contains("no Mamba block"));
+  // Without attention blocks vLLM's pool is the mixers' states alone.
+  const ModelSpec mlp_only = test::model(test::with(json, "\"M*-M\"", "\"M--M\""));
+  const ServingPool q = estimate(mlp_only, test::workload(mlp_only, {{"engine", "vllm"},
+                                                                     {"gpu_mem", "1000000"},
+                                                                     {"non_torch_memory", "0"},
+                                                                     {"overhead", "0"}}))
+                            .serving;
+  CHECK(q.recurrent);
+  CHECK(q.kv_blocks == q.available / 448 / 2);
   // vLLM: the attention page per token 2·1·4·2 = 16 B; the Mamba page conv
   // 3·32 bf16 192 and SSM 16·4 fp32 256 (NemotronH's default) = 448; the
   // attention block 16·⌈448 / 256⌉ = 32 tokens, the page 512 B for both.

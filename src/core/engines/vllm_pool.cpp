@@ -163,9 +163,9 @@ ServingPool vllm_state_pool(const ModelSpec& m, const Workload& w, std::uint64_t
   ServingPool p = pool_budget(w, weights, activation_peak);
   const std::uint64_t page = vllm_state_page_bytes(m, w);
   p.recurrent = true;
-  p.block_bytes = checked_mul(page, m.num_layers);
-  p.kv_tensors = m.num_layers;
-  p.kv_blocks = p.available / page / m.num_layers;
+  p.block_bytes = checked_mul(page, m.ssm.layers);
+  p.kv_tensors = m.ssm.layers;
+  p.kv_blocks = p.available / page / m.ssm.layers;
   p.kv_tokens = checked_mul(p.kv_blocks, w.seq);
   p.kv_tokens_exact = false;
   p.blocks_per_request = 1;

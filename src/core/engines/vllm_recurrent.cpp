@@ -151,12 +151,15 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
   };
   Inventory work = with_others(profiled_mixer(m, T, c, d));
   const std::uint64_t peak = checked_add(total_bytes(work), w.cublas_workspace);
-  const ServingPool pool = hybrid ? vllm_hybrid_pool(m, w, out.get(Component::weights), peak)
-                                  : vllm_state_pool(m, w, out.get(Component::weights), peak);
+  // Only attention and Mamba layers cache: without attention blocks the
+  // pool is the Mamba layers' states alone.
+  const bool shared_pages = m.ssm.attention_layers > 0;
+  const ServingPool pool = shared_pages ? vllm_hybrid_pool(m, w, out.get(Component::weights), peak)
+                                        : vllm_state_pool(m, w, out.get(Component::weights), peak);
   out.serving = pool;
   out.serving.engine = Engine::vllm;
   Branch states(d);
-  if (hybrid) {
+  if (shared_pages) {
     const VllmHybridLayout l = vllm_hybrid_layout(m, w);
     states.leaf(checked_mul(l.page, pool.kv_blocks), l.group_size, [&] {
       return LeafText{
@@ -172,7 +175,7 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
     });
   } else {
     const std::uint64_t page = vllm_state_page_bytes(m, w);
-    states.leaf(checked_mul(page, pool.kv_blocks), m.num_layers, [&] {
+    states.leaf(checked_mul(page, pool.kv_blocks), m.ssm.layers, [&] {
       return LeafText{
           "pool",
           fmt::format("state pool: {} blocks per layer, each one request's convolution and SSM state",
@@ -184,7 +187,7 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
   }
   out.set(Component::kv_cache, std::move(states));
   out.assume(Component::kv_cache, [&] {
-    if (hybrid) {
+    if (shared_pages) {
       return fmt::format(
           "vLLM hybrid pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and "
           "non-torch memory; {} blocks; prefix caching in its align mode (2 blocks per Mamba group and "
