@@ -129,7 +129,7 @@ FitSearch fit_search(const ModelSpec& m, const Workload& w, FitKnob knob, std::u
       // an answer, with learned or rotary positions alike.
       out.bound = m.max_position_embeddings;
       out.bound_reason = fmt::format("the model's {} positions", format_thousands(m.max_position_embeddings));
-      if (m.positions == Positions::recurrent) {
+      if (m.positions == Positions::recurrent && m.max_position_embeddings == 0) {
         out.bound = k_max_fit_batch;
         out.bound_reason = "the search bound of 2^32 (a recurrent model has no position limit)";
       }

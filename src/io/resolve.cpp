@@ -21,8 +21,9 @@ void check_supported(const Workload& w, core::TrainingFeature feature, const std
 
 namespace {
 
-// A state-space model (Mamba, Mamba-2) is modelled under transformers
-// generate: its recurrent state and the fused kernels' working set.
+// A state-space model (Mamba, Mamba-2, the Nemotron-H hybrid) is modelled
+// under transformers generate and vLLM: its recurrent state, its KV cache
+// where it has attention blocks, and the fused kernels' working set.
 void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in, bool training) {
   if (training || in.adapter) {
     conflict(model.name, fmt::format("training the state-space model {} ({}: what the fused scan kernels of "
@@ -59,8 +60,8 @@ void reject_unmodelled_recurrent(const ModelSpec& model, const WorkloadInput& in
   if (in.kv_dtype) {
     conflict(in.kv_dtype->origin,
              fmt::format("{} has no KV cache: transformers keeps its recurrent state in the model's dtype "
-                         "and fp32, vLLM in the model's dtype (its --mamba-ssm-cache-dtype is not modelled "
-                         "yet), so --kv-dtype does not apply",
+                         "and fp32, vLLM in the model's dtype or as the model's config says (its "
+                         "--mamba-ssm-cache-dtype is not modelled yet), so --kv-dtype does not apply",
                          model.name));
   }
 }
@@ -228,9 +229,10 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   Workload& w = r.workload;
   w.batch = pick(r, in.batch, std::uint64_t{1}, "batch");
   const std::uint64_t positions = model.max_position_embeddings - model.position_offset;
-  // A recurrent model has no position table and no length limit of its own.
-  const bool recurrent = model.positions == Positions::recurrent;
-  w.seq = pick(r, in.seq, recurrent ? 4096 : std::min<std::uint64_t>(4096, positions), "seq");
+  // A pure recurrent model has no position table and no length limit of
+  // its own (max_position_embeddings 0).
+  const bool no_length = model.positions == Positions::recurrent && model.max_position_embeddings == 0;
+  w.seq = pick(r, in.seq, no_length ? 4096 : std::min<std::uint64_t>(4096, positions), "seq");
   if (model.positions == Positions::learned && w.seq > positions) {
     conflict(in.seq->origin,
              fmt::format("{} exceeds the {} positions of {}'s learned position embeddings{}", w.seq,
