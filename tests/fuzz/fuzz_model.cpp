@@ -7,7 +7,8 @@
 // aside), since the defaults are chosen for any valid model, except
 // latent-attention models and gpt-oss's attention sinks, whose parameters
 // are counted but whose transformers plans the input boundary refuses for
-// now (other mixtures of experts plan under transformers generate), and a
+// now (other mixtures of experts plan under transformers generate), as are
+// Nemotron-H's MoE blocks and quantized state-space models, and a
 // quantization_config vramcalc does not model, which is refused until
 // --quant says how to plan it (with --quant none it must plan).
 #include <cstddef>
@@ -26,13 +27,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!fuzz::input_boundary("parse_model", [&] { model = parse_model(text, "config.json", "config"); })) {
     return 0;
   }
-  if (model->kv_lora_rank > 0 || model->attention_sinks) {
+  // A hybrid's MoE blocks and a quantized state-space model are counted,
+  // and their plans refused with a message for now.
+  const bool ssm_refused = model->ssm.kind != StateSpace::none &&
+                           (model->ssm.moe_layers > 0 || model->checkpoint_quant.kind != QuantKind::none);
+  if (model->kv_lora_rank > 0 || model->attention_sinks || ssm_refused) {
     try {
       (void)count_parameters(*model);
       (void)resolve(*model, WorkloadInput{});
       fuzz::finding("resolve",
-                    "planned an MLA or attention-sink model under transformers, which the input boundary "
-                    "should refuse");
+                    "planned an MLA, attention-sink, hybrid-MoE or quantized state-space model under "
+                    "transformers, which the input boundary should refuse");
     } catch (const InputError&) {
       return 0;  // refused with a message, as documented
     } catch (const std::exception& e) {
