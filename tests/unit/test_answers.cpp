@@ -305,7 +305,10 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"seq", "1000"}},
            {{"model", "mistralai--mamba-codestral-7b-v0.1.json"}, {"engine", "vllm"}, {"gpu", "h100-80gb"}},
            {{"model", "tiiuae--falcon-mamba-7b.json"}, {"engine", "vllm"}, {"gpu", "l40s"}, {"tp", "2"}},
-           {{"model", "nvidia--nemotron-h-56b-base-8k.json"}, {"engine", "vllm"}, {"gpu", "h200"}, {"tp", "2"}},
+           {{"model", "nvidia--nemotron-h-56b-base-8k.json"},
+            {"engine", "vllm"},
+            {"gpu", "h200"},
+            {"tp", "2"}},
            {{"model", "nvidia--nemotron-h-56b-base-8k.json"}, {"seq", "2048"}}}) {
     WorkloadInput in;
     std::string model = "llama-3.1-8b";
