@@ -33,6 +33,12 @@ void reject_near_misses(const JsonCursor& root);
 /// decoders beyond the Llama, GPT-2, MoE and Megatron readers of model_io.cpp).
 void read_family(const JsonCursor& root, ModelSpec& m);
 
+/// The state-space families (model_state_space.cpp): Mamba and Falcon-Mamba,
+/// Mamba-2, and the Nemotron-H hybrid.
+void read_mamba(const JsonCursor& root, ModelSpec& m);
+void read_mamba2(const JsonCursor& root, ModelSpec& m);
+void read_nemotron_h(const JsonCursor& root, ModelSpec& m);
+
 // Values of a config.json, as every family reads them (model_io.cpp).
 
 /// transformers' activation names (activations.py ACT2CLS).
