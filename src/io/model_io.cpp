@@ -576,8 +576,14 @@ void read_llama_style(const JsonCursor& root, ModelSpec& m) {
     m.embedding_dropout = optional_probability(root, "embd_pdrop");
   }
   if (m.type == ModelType::gemma2) {
-    m.attn_logit_softcapping = optional_number(root, "attn_logit_softcapping");
-    m.final_logit_softcapping = optional_number(root, "final_logit_softcapping");
+    // Gemma2Config's defaults cap the scores at 50 and the logits at 30
+    // (transformers models/gemma2/configuration_gemma2.py @ 008e574); a
+    // null turns the cap off.
+    const auto cap = [&](std::string_view key, double fallback) {
+      return root.has(key) ? optional_number(root, key) : fallback;
+    };
+    m.attn_logit_softcapping = cap("attn_logit_softcapping", 50.0);
+    m.final_logit_softcapping = cap("final_logit_softcapping", 30.0);
   }
   read_sliding_window(root, m);
   m.rope_llama3 = reads_rope_type(root, "llama3");
