@@ -21,7 +21,7 @@ core::ActivationProfile hf(std::initializer_list<std::pair<std::string, std::str
 
 }  // namespace
 
-TEST_CASE("hf profile, llama layer in pure bf16 with SDPA flash", "[activations][hf]") {
+TEST_CASE("hf profile, llama layer in pure bf16 with SDPA flash", "[activations][hf][act:llama]") {
   const core::ActivationProfile p = hf({{"precision", "pure"}});
   // Per layer, bytes:
   //   two RMSNorms: fp32 input copy 6·8·4 = 192, rstd 6·4 = 24, normalised bf16 6·8·2 = 96 → 2 × 312 = 624
@@ -76,7 +76,7 @@ TEST_CASE("hf profile, eager attention keeps the score matrices", "[activations]
   CHECK(core::total_bytes(d.layer) == core::total_bytes(p.layer) + 36);
 }
 
-TEST_CASE("hf profile, gpt2 layer in bf16 matches the per-op derivation", "[activations][hf]") {
+TEST_CASE("hf profile, gpt2 layer in bf16 matches the per-op derivation", "[activations][hf][act:gpt2]") {
   const ModelSpec m = test::model(test::k_tiny_gpt2);
   // h = 8, a = 2, I = 32; b = 2, s = 3, dropout 0.1 (GPT-2's config), SDPA.
   const core::ActivationProfile p = core::hf_profile(

@@ -44,7 +44,8 @@ TEST_CASE("bert: embeddings, post-LN layers and the pooler, by hand", "[encoders
                     Catch::Contains("not modelled"));
 }
 
-TEST_CASE("roberta: the position table's rows before the first position", "[encoders]") {
+TEST_CASE("roberta: the position table's rows before the first position",
+          "[encoders][kv:roberta][act:roberta][kv:xlm-roberta][act:xlm-roberta]") {
   const ModelSpec m = test::model(tiny("roberta", R"(, "pad_token_id": 1)"));
   CHECK(m.position_offset == 2);
   CHECK(count_parameters(m).total == count_parameters(test::model(tiny("bert"))).total);
@@ -52,9 +53,21 @@ TEST_CASE("roberta: the position table's rows before the first position", "[enco
   CHECK_NOTHROW(test::workload(m, {{"seq", "4"}}));
   test::check_rejects(m, {{"seq", "5"}}, "--seq", "the first 2 before the first position");
   CHECK(test::model(tiny("xlm-roberta")).type == ModelType::xlm_roberta);
+  // Nothing cached, and one forward holds what BERT's does (the offset
+  // moves which rows are read, not what is held): for T = 6 tokens, the MLP
+  // moment's 192 + 576 (see below).
+  for (const char* type : {"roberta", "xlm-roberta"}) {
+    INFO(type);
+    const ModelSpec r = test::model(tiny(type, R"(, "pad_token_id": 1)"));
+    const Workload w = test::workload(r, {{"batch", "2"}, {"seq", "3"}});
+    const Budget b = estimate(r, w);
+    CHECK(test::component(b, Component::kv_cache) == 0);
+    REQUIRE(b.phases.size() == 2);
+    CHECK(b.phases[1].total == b.phases[0].total + test::cublas_workspaces(w) + 192 + 576);
+  }
 }
 
-TEST_CASE("bert: one forward under transformers, nothing cached", "[encoders]") {
+TEST_CASE("bert: one forward under transformers, nothing cached", "[encoders][kv:bert][act:bert]") {
   const ModelSpec m = test::model(tiny("bert"));
   const Workload w = test::workload(m, {{"batch", "2"}, {"seq", "3"}});
   const Budget b = estimate(m, w);

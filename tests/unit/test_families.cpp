@@ -65,7 +65,8 @@ constexpr std::uint64_t kv_of(std::uint64_t layers, std::uint64_t heads) {
 
 }  // namespace
 
-TEST_CASE("olmo2: norms after attention and the MLP, q/k norms over all heads", "[families]") {
+TEST_CASE("olmo2: norms after attention and the MLP, q/k norms over all heads",
+          "[families][kv:olmo2][act:olmo2]") {
   const ModelSpec m = test::model(tiny("olmo2", R"(, "tie_word_embeddings": false)"));
   CHECK(m.block == BlockLayout::post_norm);
   // Per layer: q 64, k 32, v 32, o 64, q_norm a·d 8, k_norm k·d 4, gate,
@@ -81,7 +82,7 @@ TEST_CASE("olmo2: norms after attention and the MLP, q/k norms over all heads", 
 }
 
 TEST_CASE("gemma3_text: sandwich norms, (1 + w) q/k norms, 5 sliding layers in 6, two rotary tables",
-          "[families]") {
+          "[families][kv:gemma3_text][act:gemma3_text]") {
   const ModelSpec m = test::model(layers(tiny("gemma3_text", R"(, "head_dim": 4, "sliding_window": 2)"), 6));
   REQUIRE(m.num_layers == 6);
   CHECK(m.sliding_window_layers == 5);  // layer 5 is global
@@ -101,7 +102,8 @@ TEST_CASE("gemma3_text: sandwich norms, (1 + w) q/k norms, 5 sliding layers in 6
   CHECK(kv_bytes(m, {{"batch", "1"}}) == (5 + 5 * 2) * 16);
 }
 
-TEST_CASE("exaone4: post-norm with per-head q/k norms; LLLG sliding layers", "[families]") {
+TEST_CASE("exaone4: post-norm with per-head q/k norms; LLLG sliding layers",
+          "[families][kv:exaone4][act:exaone4]") {
   const ModelSpec m = test::model(tiny("exaone4"));
   // Per layer: attention 192, q/k norms 4 + 4, MLP 288, two norms 16 → 504;
   // untied: embed 80, final norm 8, lm_head 80.
@@ -117,9 +119,14 @@ TEST_CASE("exaone4: post-norm with per-head q/k norms; LLLG sliding layers", "[f
   CHECK(four(R"(, "sliding_window": 2, "sliding_window_pattern": "LLLG")").sliding_period == 4);
   CHECK(four(R"(, "sliding_window": null)").sliding_window_layers == 0);
   CHECK_THROWS_WITH(four(R"(, "sliding_window_pattern": "LXG")"), Catch::Contains("not a pattern of L"));
+  // At the default window (4096) both layers hold all 5 tokens; with a
+  // window of 2, three layers in four hold 2 tokens and the fourth 5.
+  CHECK(kv_bytes(m) == kv_of(2, 1));
+  CHECK(kv_bytes(four(R"(, "sliding_window": 2)")) == (3 * 2 + 5) * 3 * 16);
 }
 
-TEST_CASE("cohere: one bias-free fp32 LayerNorm in parallel, per-head q/k norms", "[families]") {
+TEST_CASE("cohere: one bias-free fp32 LayerNorm in parallel, per-head q/k norms",
+          "[families][kv:cohere][act:cohere][kv:cohere2][act:cohere2]") {
   const ModelSpec plain = test::model(tiny("cohere"));
   CHECK(plain.block == BlockLayout::parallel);
   // Per layer: attention 192, MLP 288, one norm of 8 → 488; tied by default:
@@ -140,9 +147,17 @@ TEST_CASE("cohere: one bias-free fp32 LayerNorm in parallel, per-head q/k norms"
   const ModelSpec c2 = test::model(layers(tiny("cohere2", R"(, "head_dim": 7)"), 4));
   CHECK(c2.head_dim == 4);
   CHECK(c2.sliding_window_layers == 3);
+  // Its layer is cohere's: no q/k norms.
+  CHECK(layer_bytes(c2) == layer_bytes(plain));
+  CHECK(kv_bytes(plain) == kv_of(2, 1));
+  // Window 2 in three layers of four, 16 B per token and layer.
+  const ModelSpec c2w = test::model(layers(tiny("cohere2", R"(, "sliding_window": 2)"), 4));
+  CHECK(kv_bytes(c2w) == (3 * 2 + 5) * 3 * 16);
 }
 
-TEST_CASE("Llama-layout families: their bias keys and tie defaults", "[families]") {
+TEST_CASE("Llama-layout families: their bias keys and tie defaults",
+          "[families][kv:granite][act:granite][kv:smollm3][act:smollm3][kv:minicpm][act:minicpm][kv:internlm]"
+          "[act:internlm][kv:internlm3][act:internlm3]") {
   // llama: 2 · 496 + 168 = 1160 (test_parameters.cpp).
   CHECK(total(test::model(tiny("granite"))) == 1160);
   CHECK(total(test::model(tiny("smollm3"))) == 1160 - 80);  // tied by default
@@ -151,16 +166,25 @@ TEST_CASE("Llama-layout families: their bias keys and tie defaults", "[families]
   CHECK(total(test::model(tiny("internlm", R"(, "bias": true)"))) == 1160 + 2 * 24);
   // InternLM3: qkv_bias on q, k, v only.
   CHECK(total(test::model(tiny("internlm3", R"(, "qkv_bias": true)"))) == 1160 + 2 * 16);
-  // The same saved tensors as Llama's layer (test_activations.cpp: 1728).
-  CHECK(layer_bytes(test::model(tiny("granite"))) == 1728);
-  CHECK(kv_bytes(test::model(tiny("smollm3"))) == kv_of(2, 1));
+  // The same saved tensors as Llama's layer (test_activations.cpp: 1728):
+  // granite's and MiniCPM's scalar multipliers and the biases' adds keep
+  // nothing; SmolLM3's layers without rotary keep the same q and k. The
+  // same cache: one KV head.
+  for (const char* type : {"granite", "smollm3", "minicpm", "internlm", "internlm3"}) {
+    INFO(type);
+    const ModelSpec m = test::model(tiny(type, R"(, "bias": true, "qkv_bias": true)"));
+    CHECK(layer_bytes(m) == 1728);
+    CHECK(kv_bytes(m) == kv_of(2, 1));
+  }
 }
 
-TEST_CASE("internlm2 and chatglm: a fused qkv output pinned by the value view", "[families]") {
+TEST_CASE("internlm2 and chatglm: a fused qkv output pinned by the value view",
+          "[families][kv:internlm2][act:internlm2][kv:chatglm][act:chatglm]") {
   const ModelSpec m = test::model(tiny("internlm2"));
   CHECK(total(m) == 1160);
   // v's 48 becomes the whole wqkv output T·(a + 2k)·d = 96 elements, 192 B.
   CHECK(layer_bytes(m) == 1728 - 48 + 192);
+  CHECK(kv_bytes(m) == kv_of(2, 1));
   const ModelSpec glm = test::model(R"({"model_type": "chatglm", "num_layers": 2, "hidden_size": 8,
       "ffn_hidden_size": 12, "kv_channels": 4, "num_attention_heads": 2, "multi_query_attention": true,
       "multi_query_group_num": 1, "padded_vocab_size": 10, "seq_length": 16, "add_qkv_bias": true,
@@ -174,7 +198,8 @@ TEST_CASE("internlm2 and chatglm: a fused qkv output pinned by the value view", 
   CHECK(kv_bytes(glm) == kv_of(2, 1));
 }
 
-TEST_CASE("glm and glm4: fused gate_up, q/k/v biases, half-width rotary, glm4's sandwich", "[families]") {
+TEST_CASE("glm and glm4: fused gate_up, q/k/v biases, half-width rotary, glm4's sandwich",
+          "[families][kv:glm][act:glm][kv:glm4][act:glm4]") {
   const ModelSpec glm = test::model(tiny("glm", R"(, "head_dim": 4)"));
   CHECK(glm.rotary_dim == 2);
   CHECK(total(glm) == 1160 + 2 * 16);  // q, k, v biases
@@ -185,9 +210,12 @@ TEST_CASE("glm and glm4: fused gate_up, q/k/v biases, half-width rotary, glm4's 
   CHECK(total(glm4) == total(glm) + 2 * 16);  // two more norms a layer
   // Two post-sublayer norms of 192 + 24 + 96.
   CHECK(layer_bytes(glm4) == 1728 + 2 * 312);
+  CHECK(kv_bytes(glm) == kv_of(2, 1));
+  CHECK(kv_bytes(glm4) == kv_of(2, 1));
 }
 
-TEST_CASE("stablelm and starcoder2: LayerNorms with biases", "[families]") {
+TEST_CASE("stablelm and starcoder2: LayerNorms with biases",
+          "[families][kv:stablelm][act:stablelm][kv:starcoder2][act:starcoder2]") {
   const ModelSpec st = test::model(tiny("stablelm"));
   CHECK(st.rotary_dim == 1);  // partial_rotary_factor 0.25 of 4
   // Llama's attention 192 and MLP 288, two LayerNorms 32 → 512; final
@@ -202,9 +230,13 @@ TEST_CASE("stablelm and starcoder2: LayerNorms with biases", "[families]") {
   CHECK(total(sc) == 2 * 460 + 80 + 16);
   // The plain MLP keeps c_fc's output for GELU 144 and GELU's for c_proj 144.
   CHECK(layer_bytes(sc) == 2 * 144 + 96 + 336 + 96 + 288);
+  // One KV head each.
+  CHECK(kv_bytes(st) == kv_of(2, 1));
+  CHECK(kv_bytes(sc) == kv_of(2, 1));
 }
 
-TEST_CASE("gpt_bigcode: multi-query attention in GPT-2's layout", "[families]") {
+TEST_CASE("gpt_bigcode: multi-query attention in GPT-2's layout",
+          "[families][kv:gpt_bigcode][act:gpt_bigcode]") {
   const ModelSpec m =
       test::model(R"({"model_type": "gpt_bigcode", "vocab_size": 10, "n_embd": 8, "n_layer": 2,
       "n_head": 2, "n_positions": 6, "n_inner": 12, "attn_pdrop": 0, "resid_pdrop": 0, "embd_pdrop": 0})");
@@ -218,7 +250,8 @@ TEST_CASE("gpt_bigcode: multi-query attention in GPT-2's layout", "[families]") 
   CHECK(kv_bytes(m) == kv_of(2, 1));
 }
 
-TEST_CASE("gpt_neox: two LayerNorms of one input in parallel, partial rotary", "[families]") {
+TEST_CASE("gpt_neox: two LayerNorms of one input in parallel, partial rotary",
+          "[families][kv:gpt_neox][act:gpt_neox]") {
   const ModelSpec m = test::model(R"({"model_type": "gpt_neox", "vocab_size": 10, "hidden_size": 8,
       "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 12,
       "max_position_embeddings": 16})");
@@ -235,7 +268,7 @@ TEST_CASE("gpt_neox: two LayerNorms of one input in parallel, partial rotary", "
 }
 
 TEST_CASE("gptj: one LayerNorm in parallel, eager attention by default, per-layer rotary tables",
-          "[families]") {
+          "[families][kv:gptj][act:gptj]") {
   const ModelSpec m = test::model(R"({"model_type": "gptj", "vocab_size": 10, "n_embd": 8, "n_layer": 2,
       "n_head": 2, "n_positions": 16, "n_inner": 12, "rotary_dim": 2})");
   // q, k, v, out 4·64, fc_in 96 + 12, fc_out 96 + 8, ln_1 16 → 484; wte 80,
@@ -250,9 +283,12 @@ TEST_CASE("gptj: one LayerNorm in parallel, eager attention by default, per-laye
   CHECK(core::total_bytes(eager.forward_extra) == 2 * 9 * 2);  // the causal mask
   // flash_attention_2: q, k, v 96 each, output 96, logsumexp 48.
   CHECK(layer_bytes(m, {{"attention", "flash"}}) == 144 + 96 + 192 + 432 + 720);
+  // Full heads: 2 · 2 heads · 4 dims per token and layer.
+  CHECK(kv_bytes(m) == kv_of(2, 2));
 }
 
-TEST_CASE("phi: one LayerNorm in parallel, biased output layer, shared q/k LayerNorms", "[families]") {
+TEST_CASE("phi: one LayerNorm in parallel, biased output layer, shared q/k LayerNorms",
+          "[families][kv:phi][act:phi]") {
   const std::string base =
       R"({"model_type": "phi", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 2,
       "num_attention_heads": 2, "intermediate_size": 12, "max_position_embeddings": 16)";
@@ -267,9 +303,11 @@ TEST_CASE("phi: one LayerNorm in parallel, biased output layer, shared q/k Layer
   CHECK(total(qk) == total(m) + 2 * 16);
   // Each keeps its input (12 rows of 4: 96) and mean and rstd 2·12 · 4 = 96.
   CHECK(layer_bytes(qk) == layer_bytes(m) + 2 * 192);
+  CHECK(kv_bytes(m) == kv_of(2, 2));
 }
 
-TEST_CASE("falcon: multi-query, and the new architecture's K and V copied per query head", "[families]") {
+TEST_CASE("falcon: multi-query, and the new architecture's K and V copied per query head",
+          "[families][kv:falcon][act:falcon]") {
   const std::string base = R"({"model_type": "falcon", "vocab_size": 10, "hidden_size": 8,
       "num_hidden_layers": 2, "num_attention_heads": 2, "ffn_hidden_size": 12)";
   const ModelSpec mq = test::model(base + "}");
@@ -297,7 +335,7 @@ TEST_CASE("falcon: multi-query, and the new architecture's K and V copied per qu
   CHECK_THROWS_WITH(test::model(base + R"(, "alibi": true})"), Catch::Contains("not modelled"));
 }
 
-TEST_CASE("bloom: ALiBi, an embedding LayerNorm, eager attention only", "[families]") {
+TEST_CASE("bloom: ALiBi, an embedding LayerNorm, eager attention only", "[families][kv:bloom][act:bloom]") {
   const ModelSpec m = test::model(R"({"model_type": "bloom", "vocab_size": 10, "hidden_size": 8, "n_layer": 2,
       "n_head": 2})");
   // word_embeddings 80 and its LayerNorm 16; per layer query_key_value
@@ -317,7 +355,8 @@ TEST_CASE("bloom: ALiBi, an embedding LayerNorm, eager attention only", "[famili
   CHECK_THROWS_WITH(profile(m, {{"attention", "flash"}}), Catch::Contains("eager attention only"));
 }
 
-TEST_CASE("qwen (v1): intermediate_size counts both MLP halves; c_attn keeps its bias", "[families]") {
+TEST_CASE("qwen (v1): intermediate_size counts both MLP halves; c_attn keeps its bias",
+          "[families][kv:qwen][act:qwen]") {
   const ModelSpec m = test::model(R"({"model_type": "qwen", "vocab_size": 10, "hidden_size": 8,
       "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 24, "kv_channels": 4,
       "seq_length": 16, "no_bias": true})");
@@ -328,9 +367,11 @@ TEST_CASE("qwen (v1): intermediate_size counts both MLP halves; c_attn keeps its
   // Llama's layer with MHA: k 96, and the pinned c_attn output T·3h = 288 B
   // in place of v.
   CHECK(layer_bytes(m) == 1728 - 48 + 48 + 288);
+  CHECK(kv_bytes(m) == kv_of(2, 2));
 }
 
-TEST_CASE("baichuan: W_pack; the 13B models' ALiBi is served by vLLM only", "[families]") {
+TEST_CASE("baichuan: W_pack; the 13B models' ALiBi is served by vLLM only",
+          "[families][kv:baichuan][act:baichuan]") {
   // hidden_size 8 is not Baichuan 7B's 4096: ALiBi (vLLM baichuan.py).
   const ModelSpec m =
       test::model(test::with(tiny("baichuan"), "\"num_key_value_heads\": 1", "\"num_key_value_heads\": 2"));
@@ -339,6 +380,23 @@ TEST_CASE("baichuan: W_pack; the 13B models' ALiBi is served by vLLM only", "[fa
   CHECK(total(m) == 2 * 560 + 168);
   CHECK_THROWS_WITH(kv_bytes(m), Catch::Contains("vLLM serving (--engine vllm) only"));
   CHECK(vllm_rotary_cache_bytes(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}})) == 0);
+  // vLLM's page: 16 tokens of K and V, 2 heads of 4, bf16, per layer.
+  CHECK(vllm_page_bytes(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}})) ==
+        16 * 2 * 2 * 4 * 2);
+  // Baichuan 7B's width (4096: 32 heads of 128) has rotary and trains under
+  // transformers. One layer with I = 16, T = 6: two RMSNorms 2 · (fp32
+  // input 6·4096·4 98304 + rstd 24 + bf16 normalised 49152); the q/k/v
+  // input 49152; SDPA's q 49152, k 49152, W_pack's output T·3h 147456
+  // pinned by the value view, the output 49152 and logsumexp 2·32·3·4 768;
+  // the MLP input 49152; gate, up, act and product 4·6·16·2 768.
+  const ModelSpec seven = test::model(R"({"model_type": "baichuan", "vocab_size": 10, "hidden_size": 4096,
+      "num_hidden_layers": 1, "num_attention_heads": 32, "intermediate_size": 16,
+      "max_position_embeddings": 16})");
+  CHECK(seven.positions == Positions::rotary);
+  CHECK(layer_bytes(seven) ==
+        2 * (98304 + 24 + 49152) + 49152 + (49152 + 49152 + 147456 + 49152 + 768) + 49152 + 768);
+  // transformers generate's cache: 2 · 32 heads · 128 dims · 2 B per token.
+  CHECK(kv_bytes(seven) == 15 * 2 * 32 * 128 * 2);
 }
 
 TEST_CASE("a model type of another version is not offered as a typo", "[families][errors]") {

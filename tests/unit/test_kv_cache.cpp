@@ -15,7 +15,7 @@ std::uint64_t kv_component(const ModelSpec& m, const Workload& w) {
 
 }  // namespace
 
-TEST_CASE("kv cache: tiny GQA model by hand", "[kv_cache]") {
+TEST_CASE("kv cache: tiny GQA model by hand", "[kv_cache][kv:llama]") {
   const ModelSpec m = test::model(test::k_tiny_llama);
   // 2 (K, V) × 2 layers × 3 sequences × 5 tokens × 1 KV head × 4 dims × 2 B = 480.
   CHECK(kv_component(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}})) == 480);

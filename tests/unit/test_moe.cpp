@@ -110,7 +110,7 @@ TEST_CASE("MoE and MLA: what Megatron training accepts, and what stays refused",
 
 TEST_CASE(
     "vLLM's MLA cache: one latent row of kv_lora_rank + qk_rope_head_dim per token, whole on every rank",
-    "[moe][vllm]") {
+    "[moe][vllm][kv:deepseek_v3]") {
   // vllm-project/vllm PR #20665's log: DeepSeek-V2-Lite (27 layers, r_kv
   // 512, d_rope 64) on 4 L4s, "Available KV cache memory: 12.13 GiB" and
   // "GPU KV cache size: 807,792 tokens" on a rank holding 14 layers: 50,487

@@ -61,7 +61,8 @@ TEST_CASE("olmoe: q/k norms over all heads, experts of intermediate_size", "[fam
   CHECK(page_of(m) == 2 * 16 * 4 * 2);
 }
 
-TEST_CASE("deepseek_v2: latent attention without a q bottleneck, no router bias, no MTP", "[families][moe]") {
+TEST_CASE("deepseek_v2: latent attention without a q bottleneck, no router bias, no MTP",
+          "[families][moe][kv:deepseek_v2]") {
   const ModelSpec m = test::model(tiny("deepseek_v2", R"("intermediate_size": 12, "moe_intermediate_size": 6,
       "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 1,
       "q_lora_rank": null, "kv_lora_rank": 4, "qk_nope_head_dim": 2, "qk_rope_head_dim": 2,
@@ -91,7 +92,8 @@ TEST_CASE("kimi_k2 reads as DeepSeek-V3's modules", "[families][moe]") {
   CHECK(count_parameters(kimi).total == count_parameters(test::model(tiny("deepseek_v3", body))).total);
 }
 
-TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables", "[families]") {
+TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables",
+          "[families][kv:olmo3][act:olmo3]") {
   const std::string four = test::with(tiny("olmo3", R"("intermediate_size": 12, "sliding_window": 2)"),
                                       "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 4");
   const ModelSpec m = test::model(four);
@@ -118,12 +120,15 @@ TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables", "
   CHECK(core::total_bytes(p.layer) == core::total_bytes(p2.layer));
 }
 
-TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, by hand", "[families][moe]") {
+TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, by hand",
+          "[families][moe][kv:qwen3_moe][act:qwen3_moe]") {
   const ModelSpec m = test::model(tiny("qwen3_moe", R"("head_dim": 4, "intermediate_size": 24,
       "moe_intermediate_size": 6, "num_experts": 4, "num_experts_per_tok": 2)"));
   // One sequence of 3 tokens in bf16: T = 3 tokens, S = T·k = 6 routed rows.
   const Workload w = test::workload(m, {{"batch", "1"}, {"seq", "3"}});
   const Budget b = estimate(m, w);
+  // The cache: 2 (K, V) × 2 layers × 3 tokens × 1 head × 4 dims × 2 B.
+  CHECK(test::component(b, Component::kv_cache) == 2 * 2 * 3 * 4 * 2);
   // Residual and MLP input T·h 48 + 48; router logits T·E 24; top-k
   // indices 6 int64 48 and weights 12; the experts' accumulator 48;
   // token_idx, perm, inv_perm and the sorted ids 4·S int64 192; sorted
@@ -145,7 +150,7 @@ TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, b
 }
 
 TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its backward, by hand",
-          "[families][moe][activations]") {
+          "[families][moe][activations][act:qwen3_moe]") {
   const std::string shape = R"("head_dim": 4, "intermediate_size": 12, "moe_intermediate_size": 6,
       "num_experts": 4, "num_experts_per_tok": 2)";
   const ModelSpec moe = test::model(tiny("qwen3_moe", shape));
@@ -171,7 +176,7 @@ TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its ba
 }
 
 TEST_CASE("hf training: Qwen2-MoE's gated shared expert beside the routed ones, by hand",
-          "[families][moe][activations]") {
+          "[families][moe][activations][kv:qwen2_moe][act:qwen2_moe]") {
   const std::string shape = R"("intermediate_size": 12, "moe_intermediate_size": 6, "num_experts": 4,
       "num_experts_per_tok": 2)";
   const ModelSpec plain = test::model(tiny("qwen2_moe", shape + R"(, "shared_expert_intermediate_size": 0)"));

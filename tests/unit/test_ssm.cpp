@@ -49,7 +49,8 @@ TEST_CASE("mamba: the mixer's parameters, tied embeddings", "[ssm]") {
   CHECK(test::model(mamba(R"(, "intermediate_size": 12)")).ssm.inner == 12);
 }
 
-TEST_CASE("mamba: a recurrent state per sequence, the fused scan's working set", "[ssm]") {
+TEST_CASE("mamba: a recurrent state per sequence, the fused scan's working set",
+          "[ssm][kv:mamba][act:mamba]") {
   const ModelSpec m = test::model(mamba());
   const Workload w = test::workload(m, {{"batch", "3"}, {"seq", "5"}});
   const Budget b = estimate(m, w);
@@ -73,6 +74,26 @@ TEST_CASE("mamba: a recurrent state per sequence, the fused scan's working set",
         b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + 684);
 }
 
+TEST_CASE("falcon_mamba: Mamba's state and working set; the weightless norms add no parameter",
+          "[ssm][kv:falcon_mamba][act:falcon_mamba]") {
+  const ModelSpec m = test::model(test::with(mamba(), "\"mamba\"", "\"falcon_mamba\""));
+  CHECK(m.type == ModelType::falcon_mamba);
+  CHECK(count_parameters(m).total == count_parameters(test::model(mamba())).total);
+  const Workload w = test::workload(m, {{"batch", "3"}, {"seq", "5"}});
+  const Budget b = estimate(m, w);
+  // Mamba's state: conv I·K 64 bf16 values and SSM I·N 64 fp32 per layer
+  // and sequence.
+  CHECK(test::component(b, Component::kv_cache) == 2 * 3 * (64 * 2 + 64 * 4));
+  // rms_forward's temporaries for B, C and Δ (the largest, B's: an fp32
+  // copy T·N 240, the variance 60, the normalised fp32 240 and its bf16
+  // cast 120) are freed before the scan, so prefill's moment is Mamba's
+  // inside selective_scan.
+  const std::uint64_t prefill = 480 + 240 + 960 + 480 + 300 + 480 + 240 + 480 + 960 + 1536;
+  REQUIRE(b.phases.size() == 3);
+  CHECK(b.phases[1].total ==
+        b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + prefill);
+}
+
 TEST_CASE("config.json: Python's bare Infinity token reads as null", "[ssm][io]") {
   // transformers writes Mamba-2's time_step_limit (0.0, inf) as [0.0, Infinity].
   CHECK(test::model(mamba2(R"(, "time_step_limit": [0.0, Infinity], "x": "Infinity")")).ssm.heads == 4);
@@ -82,7 +103,7 @@ TEST_CASE("config.json: Python's bare Infinity token reads as null", "[ssm][io]"
                     Catch::Contains("state_size") && Catch::Contains("null"));
 }
 
-TEST_CASE("mamba2: heads and groups, the gated norm's fp32 working set", "[ssm]") {
+TEST_CASE("mamba2: heads and groups, the gated norm's fp32 working set", "[ssm][kv:mamba2][act:mamba2]") {
   const ModelSpec m = test::model(mamba2());
   CHECK(ssm_conv_channels(m) == 16 + 2 * 2 * 4);
   // Per layer: norm 8, in_proj (2I + 2GN + H)·h = 52·8 416, conv1d 32·4 128
@@ -169,7 +190,7 @@ TEST_CASE("vllm: a pool of whole request states, sized after a profiling run wit
 }
 
 TEST_CASE("nemotron_h: Mamba-2, attention and MLP blocks by a pattern; state and KV beside each other",
-          "[ssm][hybrid]") {
+          "[ssm][hybrid][kv:nemotron_h][act:nemotron_h]") {
   // Four blocks "M*-M": two Mamba-2 mixers (4 heads of 4, G = 2, N = 4),
   // one attention block (2 heads of 4, one KV head), one relu² MLP of 200.
   const std::string json = R"({"model_type": "nemotron_h", "vocab_size": 10, "hidden_size": 8,
