@@ -299,6 +299,10 @@ struct ModelShape {
   bool shared_expert_gate = false;
   bool router_score_bias = false;  ///< DeepSeek's e_score_correction_bias buffer per router
   bool attention_sinks = false;    ///< one learned sink logit per head (gpt-oss)
+  /// The router divides its top-k weights by their sum (Mixtral always;
+  /// Qwen2-MoE, Qwen3-MoE and OLMoE when norm_topk_prob), which keeps them
+  /// for backward.
+  bool topk_renormalized = false;
 
   // Multi-head latent attention (DeepSeek-V2/V3): kv_lora_rank == 0 otherwise.
   std::uint64_t q_lora_rank = 0;  ///< 0: a plain q_proj

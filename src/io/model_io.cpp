@@ -429,6 +429,7 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
     case ModelType::mixtral:
       m.experts = root.at("num_local_experts").positive_integer();
       m.expert_intermediate = m.intermediate_size;
+      m.topk_renormalized = true;  // MixtralSparseMoeBlock always divides by their sum
       break;
     case ModelType::gpt_oss:
       m.experts = root.at("num_local_experts").positive_integer();
@@ -439,10 +440,12 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
       // OlmoeExperts: each expert an MLP of intermediate_size.
       m.experts = root.at("num_experts").positive_integer();
       m.expert_intermediate = m.intermediate_size;
+      m.topk_renormalized = optional_bool(root, "norm_topk_prob", false);  // OlmoeConfig default
       break;
     case ModelType::qwen3_moe:
       m.experts = root.at("num_experts").positive_integer();
       m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
+      m.topk_renormalized = optional_bool(root, "norm_topk_prob", false);  // Qwen3MoeConfig default
       require_every_layer_sparse(root);
       break;
     case ModelType::qwen2_moe:
@@ -452,6 +455,7 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
       m.expert_intermediate = root.at("moe_intermediate_size").positive_integer();
       m.shared_expert_intermediate = root.at("shared_expert_intermediate_size").non_negative_integer();
       m.shared_expert_gate = m.shared_expert_intermediate > 0;
+      m.topk_renormalized = optional_bool(root, "norm_topk_prob", false);  // Qwen2MoeConfig default
       require_every_layer_sparse(root);
       break;
     case ModelType::deepseek_v2:

@@ -38,6 +38,17 @@ constexpr std::array k_state_space_keys = {"hybrid_override_pattern",
                                            "n_groups",
                                            "chunk_size"};
 
+// The keys of the mixture-of-experts and latent-attention families the
+// reader uses (read_moe, read_mla).
+constexpr std::array k_moe_keys = {
+    "num_local_experts",       "num_experts",      "n_routed_experts",
+    "num_experts_per_tok",     "norm_topk_prob",   "experts_per_token",
+    "moe_intermediate_size",   "n_shared_experts", "shared_expert_intermediate_size",
+    "first_k_dense_replace",   "moe_layer_freq",   "decoder_sparse_step",
+    "mlp_only_layers",         "q_lora_rank",      "kv_lora_rank",
+    "qk_nope_head_dim",        "qk_rope_head_dim", "v_head_dim",
+    "num_nextn_predict_layers"};
+
 const std::vector<std::string>& decoder_keys() {
   static const std::vector<std::string> keys = {"model_type",
                                                 "source",
@@ -71,24 +82,6 @@ const std::vector<std::string>& decoder_keys() {
                                                 "n_positions",
                                                 "n_inner",
                                                 "activation_function",
-                                                "num_local_experts",
-                                                "num_experts",
-                                                "n_routed_experts",
-                                                "num_experts_per_tok",
-                                                "experts_per_token",
-                                                "moe_intermediate_size",
-                                                "n_shared_experts",
-                                                "shared_expert_intermediate_size",
-                                                "first_k_dense_replace",
-                                                "moe_layer_freq",
-                                                "decoder_sparse_step",
-                                                "mlp_only_layers",
-                                                "q_lora_rank",
-                                                "kv_lora_rank",
-                                                "qk_nope_head_dim",
-                                                "qk_rope_head_dim",
-                                                "v_head_dim",
-                                                "num_nextn_predict_layers",
                                                 "use_qk_norm",
                                                 "sliding_window_pattern",
                                                 "partial_rotary_factor",
@@ -142,6 +135,7 @@ const std::vector<std::string>& decoder_keys() {
 const std::vector<std::string>& used_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k = decoder_keys();
+    k.insert(k.end(), k_moe_keys.begin(), k_moe_keys.end());
     k.insert(k.end(), k_state_space_keys.begin(), k_state_space_keys.end());
     return k;
   }();
@@ -186,7 +180,6 @@ const std::vector<std::string>& ignored_keys() {
                                                 "router_aux_loss_coef",
                                                 "output_router_logits",
                                                 "router_jitter_noise",
-                                                "norm_topk_prob",
                                                 "clip_qkv",
                                                 "aux_loss_alpha",
                                                 "seq_aux",

@@ -54,7 +54,8 @@ core::ActivationProfile megatron(const ModelSpec& m, test::Settings extra = {}) 
 
 // The hf layer of a routed-experts MLP with I_e = 12 under grouped_mm
 // (hf_moe.cpp), pure bf16: router probabilities T·E fp32 96; top-k indices
-// T·k int64 96 and fp32 weights 48; token_idx, perm, inv_perm 3·S int64
+// T·k int64 96 and fp32 weights 48 (kept by their division by their sum:
+// Mixtral always, OLMoE with norm_topk_prob); token_idx, perm, inv_perm 3·S int64
 // 288; offsets E int32 16; sorted rows S·h 192; gate_up 2·S·I_e 576;
 // act(gate) S·I_e 288; the product 288; the down output S·h 192; the sorted
 // weights S 24.
@@ -106,8 +107,7 @@ TEST_CASE("mixtral: Mistral's sliding-window attention with experts in every lay
 
 TEST_CASE("olmoe: q/k norms over all heads beside the routed experts, by hand",
           "[moe][kv:olmoe][act:olmoe]") {
-  // norm_topk_prob true: the division of the top-k weights keeps them (as
-  // hf_moe.cpp counts; vramcalc does not read the flag).
+  // norm_topk_prob true: the division of the top-k weights keeps them.
   const ModelSpec m = test::model(tiny("olmoe", R"("intermediate_size": 12, "num_experts": 4,
       "num_experts_per_tok": 2, "norm_topk_prob": true)"));
   REQUIRE(m.qk_norm == QkNorm::full_width);

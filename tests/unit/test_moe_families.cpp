@@ -163,12 +163,16 @@ TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its ba
       dense, test::workload(dense, {{"mode", "train"}, {"batch", "2"}, {"seq", "3"}, {"precision", "pure"}}));
   // The dense layer's MLP keeps gate, up, act and product, T·I = 72 values
   // each: 4 · 144. The MoE layer keeps instead: router probabilities T·E
-  // fp32 96; top-k indices T·topk int64 96 and fp32 weights 48; token_idx,
-  // perm and inv_perm 3·S int64 288; offsets E int32 16; the sorted rows
-  // S·h 192; gate_up 2·S·Ie 288; act(gate) 144; the product 144; the down
-  // output S·h 192; the sorted weights S 24.
-  const std::uint64_t kept = 96 + 96 + 48 + 288 + 16 + 192 + 288 + 144 + 144 + 192 + 24;
+  // fp32 96; top-k indices T·topk int64 96; token_idx, perm and inv_perm
+  // 3·S int64 288; offsets E int32 16; the sorted rows S·h 192; gate_up
+  // 2·S·Ie 288; act(gate) 144; the product 144; the down output S·h 192;
+  // the sorted weights S 24.
+  const std::uint64_t kept = 96 + 96 + 288 + 16 + 192 + 288 + 144 + 144 + 192 + 24;
   CHECK(core::total_bytes(p.layer) == core::total_bytes(q.layer) - 4 * 144 + kept);
+  // With norm_topk_prob (Qwen3MoeConfig's default is false) the division of
+  // the top-k weights by their sum keeps them too: T·topk fp32 48.
+  const ModelSpec normed = test::model(tiny("qwen3_moe", shape + R"(, "norm_topk_prob": true)"));
+  CHECK(core::total_bytes(core::hf_profile(normed, w).layer) == core::total_bytes(p.layer) + 48);
   // Backward: 3·S·Ie intermediate gradients and the rows' S·h, bf16.
   CHECK(core::total_bytes(p.layer_backward) == (3 * 12 * 6 + 12 * 8) * 2);
   // Autocast (the hf default, amp) is refused, naming the way out.

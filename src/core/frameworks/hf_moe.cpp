@@ -13,7 +13,9 @@
 // the routing-weight multiply keeps the down output and the sorted weights;
 // un-sorting keeps inv_perm. The router (each family's SparseMoeBlock)
 // keeps its fp32 softmax output, topk its indices, and the normalisation of
-// the top-k weights their fp32 values. docs/research/arch_decoders_b.md,
+// the top-k weights, where the family divides them by their sum
+// (modeling_qwen3_moe.py @ 00d4b3d Qwen3MoeSparseMoeBlock: only if
+// norm_topk_prob; Mixtral always), their fp32 values. docs/research/arch_decoders_b.md,
 // sections 0.1 and 0.2.
 #include <fmt/format.h>
 
@@ -45,8 +47,12 @@ void moe_mlp(Inventory& inv, const HfContext& c) {
       DType::fp32, "b·s·E", k_router);
   add(inv, "mlp.top_k_index", "top-k expert indices, kept by topk", checked_mul(T, m.experts_per_token),
       DType::int64, "b·s·topk", k_router);
-  add(inv, "mlp.top_k_weights", "top-k weights (fp32), kept by their normalisation",
-      checked_mul(T, m.experts_per_token), DType::fp32, "b·s·topk", k_router);
+  // Dividing the top-k weights by their sum keeps them; without that
+  // (norm_topk_prob false) the cast to the model dtype keeps nothing.
+  if (m.topk_renormalized) {
+    add(inv, "mlp.top_k_weights", "top-k weights (fp32), kept by their normalisation",
+        checked_mul(T, m.experts_per_token), DType::fp32, "b·s·topk", k_router);
+  }
   add(inv, "mlp.routing_indices", "token_idx, perm and inv_perm, kept by the gathers and index_add_",
       checked_mul(3, S), DType::int64, "3·b·s·topk", k_grouped);
   add(inv, "mlp.expert_offsets", "grouped_mm offsets (int32)", m.experts, DType::int32, "E", k_grouped);
