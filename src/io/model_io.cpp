@@ -108,9 +108,16 @@ void check_kv_heads(const JsonCursor& root, const ModelSpec& m) {
 // Sliding-window layers. A "layer_types" list (newer configs) is exact;
 // otherwise each family's rule from its modeling code.
 void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
-  const auto window = root.find("sliding_window");
-  if (!window) return;
-  const std::uint64_t w = window->positive_integer();
+  // Without the key, the configuration class's default: Gemma2Config 4096
+  // (configuration_gemma2.py @ 008e574), GptOssConfig 128
+  // (configuration_gpt_oss.py @ 02b8f42); a null means no window.
+  std::uint64_t w = 0;
+  if (const auto window = root.find("sliding_window")) {
+    w = window->positive_integer();
+  } else if (!root.has("sliding_window")) {
+    w = m.type == ModelType::gemma2 ? 4096 : m.type == ModelType::gpt_oss ? 128 : 0;
+  }
+  if (w == 0) return;
   std::uint64_t layers = 0;
   if (auto types = root.find("layer_types")) {
     layers = count_layer_types(*types, m.num_layers);
@@ -122,6 +129,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
         layers = m.num_layers;
         break;
       case ModelType::gemma2:
+      case ModelType::gpt_oss:  // GptOssConfig's layer_types default
         layers = m.num_layers / 2 + m.num_layers % 2;
         break;  // even-indexed layers
       case ModelType::smollm3:
@@ -155,7 +163,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
     // Gemma 2 slides its even layers (Gemma2Attention: layer_idx % 2 == 0).
     if (auto types = root.find("layer_types")) {
       m.sliding_period = layers == m.num_layers ? 0 : sliding_period_of(*types);
-    } else if (m.type == ModelType::gemma2) {
+    } else if (m.type == ModelType::gemma2 || m.type == ModelType::gpt_oss) {
       m.sliding_period = 2;
     }
   }

@@ -161,6 +161,13 @@ TEST_CASE("gpt_oss: vLLM's pages for alternating sliding layers; Megatron's save
       "layer_types": ["sliding_attention", "full_attention"])"));
   REQUIRE(m.attention_sinks);
   REQUIRE(m.sliding_window_layers == 1);
+  // Without layer_types or sliding_window, GptOssConfig's defaults: the
+  // even layers slide over 128 tokens.
+  const ModelSpec defaults = test::model(tiny("gpt_oss", R"("head_dim": 4, "intermediate_size": 6,
+      "num_local_experts": 4, "num_experts_per_tok": 2)"));
+  CHECK(defaults.sliding_window == 128);
+  CHECK(defaults.sliding_window_layers == 1);
+  CHECK(defaults.sliding_period == 2);
   // The sinks are one learned logit per head (parameters): nothing per token
   // is cached for them. A page: 16 tokens × K and V of 1 head of 4 × 2 B.
   const Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"seq", "48"}});

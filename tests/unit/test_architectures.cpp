@@ -105,6 +105,16 @@ TEST_CASE("gemma and gemma2: fp32 (1 + w) norms; gemma2's sandwich, soft-capping
   CHECK(layer_bytes(g2, {{"attention", "eager"}}) == 4 * 440 + 96 + 672 + 96 + 576);
   // Layer 0 slides over 2 tokens, layer 1 holds all 5: (2 + 5) · 3 · 16.
   CHECK(kv_bytes(g2) == (2 + 5) * 3 * 16);
+  // Without the key, Gemma2Config's window of 4096 on the even layers.
+  const ModelSpec defaults = test::model(tiny("gemma2"));
+  CHECK(defaults.sliding_window == 4096);
+  CHECK(defaults.sliding_window_layers == 1);
+  CHECK(defaults.sliding_period == 2);
+  CHECK(defaults.attn_logit_softcapping == 50.0);
+  CHECK(defaults.final_logit_softcapping == 30.0);
+  CHECK(test::model(tiny("gemma2", R"(, "sliding_window": null, "attn_logit_softcapping": null)"))
+            .sliding_window_layers == 0);
+  CHECK(test::model(tiny("gemma2", R"(, "attn_logit_softcapping": null)")).attn_logit_softcapping == 0.0);
 }
 
 TEST_CASE("phi3 and gpt2: fused projections pin their outputs; gpt2's cache of full heads",
