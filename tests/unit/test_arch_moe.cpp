@@ -219,4 +219,16 @@ TEST_CASE("megatron_gpt: training only, no KV cache; the layer is Korthikanti et
   // each and fp32 logits 4sbv: 4sbh(1 + v/h) = 192 · 2.25 = 432.
   CHECK(core::total_bytes(eager.model) == 48 + 48);
   CHECK(core::total_bytes(eager.head) == 432);
+  // Its own --attention-dropout 0 and --hidden-dropout 0: no dropout mask
+  // (36 and the dropped copy 72 of the probabilities, which the matmul with
+  // V then shares with softmax; the two sbh masks 96), none on the
+  // embedding (48).
+  const ModelSpec nodrop = test::model(test::with(
+      R"({"model_type": "megatron_gpt", "num_layers": 2, "hidden_size": 8, "num_attention_heads": 2,
+          "num_query_groups": 1, "vocab_size": 10, "max_position_embeddings": 16})",
+      "\"max_position_embeddings\": 16",
+      "\"max_position_embeddings\": 16, \"attention_dropout\": 0, \"hidden_dropout\": 0"));
+  const core::ActivationProfile dry = megatron(nodrop, {{"attention", "eager"}});
+  CHECK(core::total_bytes(dry.layer) == 1812 - 96 - 36 - 72 - 96);
+  CHECK(core::total_bytes(dry.model) == 48);
 }

@@ -53,8 +53,13 @@ Precision megatron_precision(bool /*deepspeed_offload*/) {
 }
 
 // Megatron's GPT default is 0.1 for attention and hidden dropout
-// (megatron/training/arguments.py).
-Dropout megatron_dropout(const ModelSpec& /*m*/) {
+// (megatron/training/arguments.py); a model given by Megatron-LM's own
+// arguments (megatron_gpt) says its --attention-dropout and
+// --hidden-dropout, and the embedding's dropout is the hidden one
+// (megatron/core/models/common/embeddings/language_model_embedding.py @
+// 019eddb: Dropout(config.hidden_dropout)).
+Dropout megatron_dropout(const ModelSpec& m) {
+  if (m.type == ModelType::megatron_gpt) return {m.attention_dropout, m.hidden_dropout, m.hidden_dropout};
   return {0.1, 0.1, 0.1};
 }
 
