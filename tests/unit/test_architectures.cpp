@@ -57,8 +57,10 @@ std::uint64_t layer_bytes(const ModelSpec& m, test::Settings extra = {}) {
   return core::total_bytes(core::hf_profile(m, resolve(m, in).workload).layer);
 }
 
-std::uint64_t kv_bytes(const ModelSpec& m) {
-  return test::component(estimate(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}})), Component::kv_cache);
+// `cache`: transformers' DynamicCache (the default) or StaticCache.
+std::uint64_t kv_bytes(const ModelSpec& m, const std::string& cache = "dynamic") {
+  return test::component(estimate(m, test::workload(m, {{"batch", "3"}, {"seq", "5"}, {"cache", cache}})),
+                         Component::kv_cache);
 }
 
 }  // namespace
@@ -67,8 +69,12 @@ TEST_CASE("mistral: Llama's layer; the cache holds at most the window",
           "[architectures][kv:mistral][act:mistral]") {
   const ModelSpec m = test::model(tiny("mistral", R"(, "sliding_window": 2)"));
   CHECK(layer_bytes(m) == 1728);
-  // Both layers slide over 2 tokens: 2 layers · 3 sequences · 2 tokens · 16 B.
-  CHECK(kv_bytes(m) == 2 * 3 * 2 * 16);
+  // StaticCache: both layers slide over 2 tokens, 2 layers · 3 sequences ·
+  // 2 tokens · 16 B. DynamicCache keeps the window as a view of the
+  // prefilled 5 tokens' K and V, which stay whole until the first decode
+  // step (cache_utils.py DynamicSlidingWindowLayer.update).
+  CHECK(kv_bytes(m, "static") == 2 * 3 * 2 * 16);
+  CHECK(kv_bytes(m) == 2 * 15 * 16);
   // Without a window, the whole 5 tokens.
   CHECK(kv_bytes(test::model(tiny("mistral", R"(, "sliding_window": null)"))) == 2 * 15 * 16);
 }
@@ -103,8 +109,10 @@ TEST_CASE("gemma and gemma2: fp32 (1 + w) norms; gemma2's sandwich, soft-capping
   // tanh of the scores b·a·s² = 36 values 72, the fp32 softmax 144, the
   // bf16 probabilities 72, the output 96 → 672 in place of SDPA's 336.
   CHECK(layer_bytes(g2, {{"attention", "eager"}}) == 4 * 440 + 96 + 672 + 96 + 576);
-  // Layer 0 slides over 2 tokens, layer 1 holds all 5: (2 + 5) · 3 · 16.
-  CHECK(kv_bytes(g2) == (2 + 5) * 3 * 16);
+  // StaticCache: layer 0 slides over 2 tokens, layer 1 holds all 5:
+  // (2 + 5) · 3 · 16; DynamicCache holds the prompt in both until decoding.
+  CHECK(kv_bytes(g2, "static") == (2 + 5) * 3 * 16);
+  CHECK(kv_bytes(g2) == 2 * 15 * 16);
   // Without the key, Gemma2Config's window of 4096 on the even layers.
   const ModelSpec defaults = test::model(tiny("gemma2"));
   CHECK(defaults.sliding_window == 4096);

@@ -49,9 +49,11 @@ std::uint64_t layer_bytes(const ModelSpec& m, test::Settings extra = {}) {
   return core::total_bytes(profile(m, extra).layer);
 }
 
-// transformers generate's cache for 3 sequences of 5 tokens.
+// transformers generate's cache for 3 sequences of 5 tokens; StaticCache
+// unless `extra` says otherwise (DynamicCache's sliding-window layers hold
+// the whole prompt until the first decode step).
 std::uint64_t kv_bytes(const ModelSpec& m, test::Settings extra = {}) {
-  std::vector<std::pair<std::string, std::string>> s = {{"batch", "3"}, {"seq", "5"}};
+  std::vector<std::pair<std::string, std::string>> s = {{"batch", "3"}, {"seq", "5"}, {"cache", "static"}};
   s.insert(s.end(), extra.begin(), extra.end());
   WorkloadInput in;
   for (const auto& [key, value] : s) set_from_text(in, key, value, "--" + key);
@@ -100,6 +102,9 @@ TEST_CASE("gemma3_text: sandwich norms, (1 + w) q/k norms, 5 sliding layers in 6
   // One sequence of 5 tokens, window 2: one full layer of 5 tokens and five
   // sliding layers of 2, 2 · 1 · 4 · 2 B = 16 B per token per layer.
   CHECK(kv_bytes(m, {{"batch", "1"}}) == (5 + 5 * 2) * 16);
+  // DynamicCache: the window is a view of the prompt's K and V, all 5
+  // tokens in every layer until the first decode step.
+  CHECK(kv_bytes(m, {{"batch", "1"}, {"cache", "dynamic"}}) == 6 * 5 * 16);
 }
 
 TEST_CASE("exaone4: post-norm with per-head q/k norms; LLLG sliding layers",

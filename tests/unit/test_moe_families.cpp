@@ -103,7 +103,7 @@ TEST_CASE("olmo3: OLMo 2's modules, 3 sliding layers in 4, two rotary tables",
   CHECK(count_parameters(m).total == 4 * 508 + 168);
   // transformers generate, one sequence of 5 tokens: one full layer of 5 and
   // three sliding layers of 2, 2 · 1 · 4 · 2 B = 16 B per token per layer.
-  WorkloadInput in = test::input({{"batch", "1"}, {"seq", "5"}});
+  WorkloadInput in = test::input({{"batch", "1"}, {"seq", "5"}, {"cache", "static"}});
   CHECK(test::component(estimate(m, resolve(m, in).workload), Component::kv_cache) == (5 + 3 * 2) * 16);
   // Olmo3Model.forward builds the sliding and the full layers' cos and sin:
   // token ids 2·3 · 8 B = 48, and 4·s·d · 2 B = 96 for b = 2, s = 3.

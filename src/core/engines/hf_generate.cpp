@@ -182,6 +182,17 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
 
 namespace {
 
+// Whether a sliding-window layer of transformers' DynamicCache holds the
+// whole prompt at the peak: DynamicSlidingWindowLayer.update keeps its
+// last window − 1 positions as a slice of the concatenated K and V
+// (transformers cache_utils.py @ 004999d), a view that holds the prefilled
+// prompt's storage until the layer's first decode step, after the prefill
+// and the first step's start, the plan's worst moments. StaticCache
+// copies the window into tensors of min(window, context) positions.
+bool hf_window_pins_prompt(const Workload& w) {
+  return w.engine_config.hf.cache == CacheImpl::dynamic;
+}
+
 // The cache of transformers' generate for `m`: K and V per layer for the
 // whole context, or the window on sliding-window layers.
 void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::string_view id_prefix,
@@ -196,14 +207,25 @@ void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::str
           "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
     });
   }
-  if (m.sliding_window_layers > 0) {
+  if (m.sliding_window_layers > 0 && hf_window_pins_prompt(w)) {
+    kv.leaf(checked_product(per_token, w.seq, w.batch), m.sliding_window_layers, [&] {
+      return LeafText{cat(id_prefix, "sliding_window_layers"),
+                      fmt::format("{}sliding-window layers: their {}-token window is a view of the prefilled "
+                                  "K and V, which stay whole until the first decode step",
+                                  label_prefix, m.sliding_window),
+                      "2·b·s·k·d × KV bytes",
+                      "transformers cache_utils.py @ 004999d DynamicSlidingWindowLayer.update (a slice of "
+                      "torch.cat's result)"};
+    });
+  } else if (m.sliding_window_layers > 0) {
     kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
             [&] {
               return LeafText{cat(id_prefix, "sliding_window_layers"),
                               fmt::format("{}sliding-window layers: K and V for at most {} tokens",
                                           label_prefix, m.sliding_window),
                               "2·b·min(s, window)·k·d × KV bytes",
-                              "transformers cache_utils.py sliding-window layers; vLLM SlidingWindowSpec"};
+                              "transformers cache_utils.py StaticSlidingWindowLayer (min(window, "
+                              "max_cache_len) positions)"};
             });
   }
 }
@@ -258,9 +280,13 @@ Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint6
         w.engine_config.hf.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context"
                                                        : "StaticCache",
         w.seq, w.batch, name_of(w.kv_dtype),
-        m.sliding_window_layers > 0 ? fmt::format(", {} sliding-window layers hold at most {} tokens",
-                                                  m.sliding_window_layers, m.sliding_window)
-                                    : "",
+        m.sliding_window_layers == 0 ? ""
+        : hf_window_pins_prompt(w)
+            ? fmt::format(", {} sliding-window layers hold the whole prompt until the first decode step "
+                          "(their {}-token window is a view of it); --cache static holds the window only",
+                          m.sliding_window_layers, m.sliding_window)
+            : fmt::format(", {} sliding-window layers hold at most {} tokens", m.sliding_window_layers,
+                          m.sliding_window),
         m.kv_expanded_per_query_head
             ? fmt::format(", K and V of each of the {} groups copied to all {} query heads (transformers "
                           "FalconAttention._split_heads)",
