@@ -80,6 +80,8 @@ struct WorkloadInput {
   std::optional<Given<std::vector<std::string>>> colocate;
   std::optional<Given<std::uint64_t>> gpu_layers;
   std::optional<Given<std::uint64_t>> ubatch;
+  std::optional<Given<std::uint64_t>> n_cpu_moe;               ///< llama.cpp --n-cpu-moe N
+  std::optional<Given<bool>> cpu_moe;                          ///< llama.cpp --cpu-moe
   std::optional<Given<std::uint64_t>> gpu_memory_utilization;  ///< parts per million
   std::optional<Given<std::uint64_t>> max_num_batched_tokens;
   std::optional<Given<std::uint64_t>> max_num_seqs;

@@ -114,6 +114,9 @@ struct LlamaCppConfig {
   /// --ubatch-size: tokens per compute graph, which sizes its compute
   /// buffer (default 512).
   std::uint64_t ubatch = 0;
+  /// --n-cpu-moe N: the routed experts of blocks 0 … N−1 stay in host
+  /// memory (--cpu-moe: every block's); at most num_layers.
+  std::uint64_t cpu_moe_layers = 0;
 };
 
 /// Each serving engine's own settings, one member per engine: the input

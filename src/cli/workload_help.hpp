@@ -52,6 +52,12 @@ inline constexpr FlagHelp k_flag_help[] = {
      "llama.cpp's --ubatch-size: tokens per compute graph, which sizes its compute buffer (default 512, at "
      "most "
      "n_batch 2048)"},
+    {"n_cpu_moe",
+     "llama.cpp's --n-cpu-moe: the routed experts (ffn_*_exps) of the first N blocks in host memory, the "
+     "rest of those blocks where --gpu-layers puts them (default 0; above the block count: every block)"},
+    {"cpu_moe",
+     "yes: llama.cpp's --cpu-moe, every block's routed experts in host memory (with --n-cpu-moe: every "
+     "block's, as llama.cpp applies both) (default no)"},
     {"engine",
      "serving engine: hf (transformers generate, --cache dynamic or static) | llamacpp (llama.cpp with a "
      "GGUF file, "

@@ -23,6 +23,7 @@
 
 #include "core/engines/engine.hpp"
 #include "core/frameworks/framework.hpp"
+#include "core/gguf_types.hpp"
 #include "core/inventory.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
@@ -358,121 +359,6 @@ void mxfp4_parts(const PartAdder& add, Linear l) {
 
 // ---- GGUF ---------------------------------------------------------------------
 
-// llama.cpp use_more_bits: the first and last eighth of the layers and
-// every third layer between them get the larger type.
-bool use_more_bits(std::uint64_t i, std::uint64_t n) {
-  return i < n / 8 || i >= 7 * n / 8 || (i >= n / 8 && (i - n / 8) % 3 == 2);
-}
-
-enum class Role : std::uint8_t {
-  token_embd,
-  output,
-  attn_q,
-  attn_k,
-  attn_v,
-  attn_output,
-  ffn_gate,
-  ffn_up,
-  ffn_down,
-  other
-};
-
-Role role_of(const ParamTensor& t) {
-  const std::string_view id = t.id;
-  if (t.scope == ParamScope::embedding) return Role::token_embd;
-  if (t.scope == ParamScope::lm_head) return Role::output;
-  if (id == "self_attn.q_proj.weight") return Role::attn_q;
-  if (id == "self_attn.k_proj.weight") return Role::attn_k;
-  if (id == "self_attn.v_proj.weight") return Role::attn_v;
-  if (id == "self_attn.o_proj.weight") return Role::attn_output;
-  if (id == "mlp.gate_proj.weight") return Role::ffn_gate;
-  if (id == "mlp.up_proj.weight") return Role::ffn_up;
-  if (id == "mlp.down_proj.weight") return Role::ffn_down;
-  return Role::other;
-}
-
-GgufType default_type(GgufMix m, GgufType pure) {
-  return m == GgufMix::pure ? pure : mix_info(m).base;
-}
-
-bool is_quantized_type(GgufType t) {
-  return t != GgufType::F32 && t != GgufType::F16 && t != GgufType::BF16;
-}
-
-struct GgufContext {
-  const Quant& q;
-  std::uint64_t layers;
-  std::uint64_t gqa;  ///< n_head / n_head_kv
-  bool tied;
-};
-
-// llama_tensor_get_type_impl for a Llama-style dense model, without an
-// importance matrix. `layer` is the block index (tensors are visited in
-// layer order, so llama.cpp's per-kind counters equal it).
-GgufType gguf_type(const GgufContext& c, Role role, std::uint64_t layer) {
-  const GgufType base = default_type(c.q.mix, c.q.type);
-  if (!is_quantized_type(base) || c.q.mix == GgufMix::pure) {
-    if (role == Role::output && !c.q.quantize_lm_head) return GgufType::F16;
-    return base;
-  }
-  const GgufMix mix = c.q.mix;
-  const std::uint64_t n = c.layers;
-  if (role == Role::output || (role == Role::token_embd && c.tied)) {
-    if (!c.q.quantize_lm_head) return GgufType::F16;  // --leave-output-tensor
-    return base == GgufType::Q8_0 ? GgufType::Q8_0 : GgufType::Q6_K;
-  }
-  switch (role) {
-    case Role::attn_v:
-      if (mix == GgufMix::Q4_K_M || mix == GgufMix::Q5_K_M)
-        return use_more_bits(layer, n) ? GgufType::Q6_K : base;
-      if (mix == GgufMix::Q4_K_S) return layer < 4 ? GgufType::Q5_K : base;
-      if (mix == GgufMix::Q3_K_M) return layer < 2 ? GgufType::Q5_K : GgufType::Q4_K;
-      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
-      if (mix == GgufMix::IQ4_XS && c.gqa >= 4) return GgufType::Q5_K;
-      return base;
-    case Role::ffn_down:
-      if (mix == GgufMix::Q4_K_M || mix == GgufMix::Q5_K_M)
-        return use_more_bits(layer, n) ? GgufType::Q6_K : base;
-      if (mix == GgufMix::Q4_K_S || mix == GgufMix::IQ4_XS) return layer < n / 8 ? GgufType::Q5_K : base;
-      if (mix == GgufMix::Q3_K_M) return layer < n / 16 ? GgufType::Q5_K : GgufType::Q4_K;
-      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
-      return base;
-    case Role::attn_output:
-      if (mix == GgufMix::Q3_K_M) return GgufType::Q4_K;
-      if (mix == GgufMix::Q3_K_L) return GgufType::Q5_K;
-      return base;
-    default:
-      return base;
-  }
-}
-
-// tensor_type_fallback: a row that is not a whole number of blocks.
-GgufType fitting_type(GgufType t, std::uint64_t row) {
-  if (row % gguf_block(t).elements == 0) return t;
-  GgufType next = GgufType::F16;
-  switch (t) {
-    case GgufType::IQ4_XS:
-      next = GgufType::IQ4_NL;
-      break;
-    case GgufType::Q2_K:
-    case GgufType::Q3_K:
-      next = GgufType::Q4_0;
-      break;
-    case GgufType::Q4_K:
-      next = GgufType::Q5_0;
-      break;
-    case GgufType::Q5_K:
-      next = GgufType::Q5_1;
-      break;
-    case GgufType::Q6_K:
-      next = GgufType::Q8_0;
-      break;
-    default:
-      return GgufType::F16;
-  }
-  return row % gguf_block(next).elements == 0 ? next : GgufType::F16;
-}
-
 // A GGUF file's entry for tensor `t`. A tied output layer is the file's
 // token_embd (llama.cpp TENSOR_DUPLICATED).
 const GgufFileTypes::Tensor* file_tensor(const GgufFileTypes& f, const ParamTensor& t) {
@@ -488,12 +374,30 @@ struct LayerRange {
   std::uint64_t hi;
 };
 
-void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, LayerRange layers) {
+// The layers that hold a layer tensor: the first dense_layers for a dense
+// MLP among MoE layers, the rest for the MoE block and its experts.
+LayerRange held_layers(const ParamTensor& t, const GgufContext& c) {
+  switch (t.kind) {
+    case LayerKind::dense:
+      return {0, c.dense_layers};
+    case LayerKind::moe:
+    case LayerKind::expert:
+      return {c.dense_layers, c.layers};
+    case LayerKind::every:
+      break;
+  }
+  return {0, c.layers};
+}
+
+void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, LayerRange wanted) {
   const bool per_layer = t.scope == ParamScope::layer;
-  const std::uint64_t n = per_layer ? layers.hi - layers.lo : 1;
-  if (n == 0) return;
-  // Instances per layer: 1 for a matrix, 2 for the two norms of a block.
-  const std::uint64_t each = per_layer ? t.count / c.layers : t.count;
+  const LayerRange held = held_layers(t, c);
+  const LayerRange layers{std::max(wanted.lo, held.lo), std::min(wanted.hi, held.hi)};
+  const std::uint64_t n = per_layer ? (layers.hi > layers.lo ? layers.hi - layers.lo : 0) : 1;
+  if (n == 0 || (per_layer && t.layers == 0)) return;
+  // Instances per layer: 1 for a matrix, 2 for the two norms of a block,
+  // E for a routed expert's tensor (one 3-D GGUF tensor per layer).
+  const std::uint64_t each = per_layer ? t.count / t.layers : t.count;
   // 1-D tensors (norms, biases) stay F32 (convert_hf_to_gguf writes them so
   // and the quantizer skips tensors of fewer than two dimensions).
   if (!t.matrix) {
@@ -502,14 +406,12 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, L
     });
     return;
   }
-  const Role role = role_of(t);
   const std::uint64_t row = t.cols;
   const GgufFileTypes::Tensor* own = c.q.file ? file_tensor(*c.q.file, t) : nullptr;
   // Split the layers by their type: two runs at most per tensor kind.
   std::array<std::uint64_t, 16> counts{};
   for (std::uint64_t i = per_layer ? layers.lo : 0; i < (per_layer ? layers.hi : 1); ++i) {
-    const GgufType type =
-        own != nullptr && i < own->types.size() ? own->types[i] : fitting_type(gguf_type(c, role, i), row);
+    const GgufType type = own != nullptr && i < own->types.size() ? own->types[i] : gguf_tensor_type(c, t, i);
     counts[static_cast<std::size_t>(type)] += each;
   }
   for (std::size_t k = 0; k < counts.size(); ++k) {
@@ -532,17 +434,23 @@ void gguf_parts(StateParts& parts, const ParamTensor& t, const GgufContext& c, L
 // factors belong to block 0.
 void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, const ModelSpec& m,
                        const Workload& w, bool host) {
-  const GgufContext c{w.quant, m.num_layers, m.num_attention_heads / m.num_key_value_heads,
-                      m.tie_word_embeddings};
+  const GgufContext c{
+      w.quant,   m.num_layers,  m.num_attention_heads / m.num_key_value_heads, m.tie_word_embeddings,
+      m.experts, m.dense_layers};
   const WeightPlacement where =
       w.mode == Mode::infer ? engine_module(w.engine).placement(m, w) : WeightPlacement{};
   const LayerRange layers =
       host ? LayerRange{0, where.first_gpu_layer} : LayerRange{where.first_gpu_layer, m.num_layers};
+  // The routed experts of the first expert_host_layers blocks stay on the
+  // host besides the blocks --gpu-layers leaves there (--n-cpu-moe).
+  const std::uint64_t expert_split = std::max(where.first_gpu_layer, where.expert_host_layers);
+  const LayerRange expert_layers =
+      host ? LayerRange{0, expert_split} : LayerRange{expert_split, m.num_layers};
   const bool output_here = where.output_on_gpu != host;
   for (const ParamTensor& t : tensors) {
     switch (t.scope) {
       case ParamScope::layer:
-        gguf_parts(parts, t, c, layers);
+        gguf_parts(parts, t, c, t.kind == LayerKind::expert ? expert_layers : layers);
         break;
       case ParamScope::embedding:
         if (!where.embedding_on_host) {

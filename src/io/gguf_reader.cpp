@@ -346,7 +346,10 @@ std::string file_type_name(const Header& h) {
 // The GGUF architectures read, as the transformers family with the same
 // layout (llama.cpp writes Mistral as "llama").
 std::optional<ModelType> architecture_of(std::string_view arch) {
-  if (arch == "llama") return ModelType::llama;
+  if (arch == "llama") return ModelType::llama;  // Mixtral too: with {arch}.expert_count
+  if (arch == "qwen3moe") return ModelType::qwen3_moe;
+  if (arch == "qwen2moe") return ModelType::qwen2_moe;
+  if (arch == "olmoe") return ModelType::olmoe;
   if (arch == "qwen2") return ModelType::qwen2;
   if (arch == "qwen3") return ModelType::qwen3;
   if (arch == "gemma") return ModelType::gemma;
@@ -382,6 +385,21 @@ constexpr std::array k_block_names = {
     NameMap{"ffn_norm.weight", "layernorms.weight"},
     NameMap{"post_attention_norm.weight", "layernorms.weight"},
     NameMap{"post_ffw_norm.weight", "layernorms.weight"},
+    // Mixture of experts: the router, each layer's experts as one 3-D
+    // tensor [row, rows, E], and the shared expert with its gate (Mixtral's
+    // module names, then the others').
+    NameMap{"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"},
+    NameMap{"ffn_gate_inp.weight", "mlp.gate.weight"},
+    NameMap{"ffn_gate_exps.weight", "block_sparse_moe.experts.w1.weight"},
+    NameMap{"ffn_up_exps.weight", "block_sparse_moe.experts.w3.weight"},
+    NameMap{"ffn_down_exps.weight", "block_sparse_moe.experts.w2.weight"},
+    NameMap{"ffn_gate_exps.weight", "mlp.experts.gate_proj.weight"},
+    NameMap{"ffn_up_exps.weight", "mlp.experts.up_proj.weight"},
+    NameMap{"ffn_down_exps.weight", "mlp.experts.down_proj.weight"},
+    NameMap{"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight"},
+    NameMap{"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight"},
+    NameMap{"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight"},
+    NameMap{"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight"},
 };
 constexpr std::array k_model_names = {
     NameMap{"token_embd.weight", "embed_tokens.weight"},
@@ -409,12 +427,17 @@ SplitName split_name(std::string_view name) {
   return {n, name.substr(dot + 1)};
 }
 
-std::optional<std::string_view> id_of(const SplitName& n) {
+// The index in `params` of the tensor a GGUF name maps to; params.size()
+// for none (a GGUF name can map to one of several module names).
+std::size_t param_of(const SplitName& n, const ParamTensorList& params) {
   for (const NameMap& m :
        n.block ? std::span<const NameMap>(k_block_names) : std::span<const NameMap>(k_model_names)) {
-    if (m.gguf == n.rest) return m.id;
+    if (m.gguf != n.rest) continue;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i].id == m.id) return i;
+    }
   }
-  return std::nullopt;
+  return params.size();
 }
 
 class GgufModel {
@@ -452,6 +475,7 @@ class GgufModel {
 
  private:
   void read_dimensions(ModelSpec& m);
+  void read_experts(ModelSpec& m);
   void check_tensor(const TensorInfo& t, const ParamTensor& p, GgufType type) const;
   std::shared_ptr<GgufFileTypes> read_types(const ModelSpec& m) const;
 
@@ -479,6 +503,7 @@ void GgufModel::read_dimensions(ModelSpec& m) {
     fail(m_arch + ".attention.value_length", "differs from key_length, a layout vramcalc does not model");
   }
   m.max_position_embeddings = dimension("context_length");
+  read_experts(m);
   const TensorInfo* embd = tensor("token_embd.weight");
   if (embd == nullptr || embd->ne.size() != 2) fail("token_embd.weight", "missing, or not a matrix");
   m.vocab_size = embd->ne[1];
@@ -490,13 +515,39 @@ void GgufModel::read_dimensions(ModelSpec& m) {
   }
 }
 
+// A mixture of experts (llama-arch.cpp LLM_KV_EXPERT_COUNT, ..._USED_COUNT,
+// ..._FEED_FORWARD_LENGTH, ..._SHARED_FEED_FORWARD_LENGTH): llama.cpp's
+// loaders take an expert's width from expert_feed_forward_length where the
+// architecture writes it (Qwen2-MoE, Qwen3-MoE), else feed_forward_length
+// (Mixtral as "llama", OLMoE); Qwen2-MoE's shared expert likewise.
+void GgufModel::read_experts(ModelSpec& m) {
+  if (value(m_arch + ".expert_count") == nullptr) {
+    if (m.type != ModelType::llama) fail(m_arch + ".expert_count", "missing: the architecture has experts");
+    return;
+  }
+  if (m.type == ModelType::llama) m.type = ModelType::mixtral;
+  m.experts = dimension("expert_count");
+  m.experts_per_token = dimension("expert_used_count");
+  if (m.experts_per_token > m.experts) {
+    fail(m_arch + ".expert_used_count", fmt::format("{} of {} experts", m.experts_per_token, m.experts));
+  }
+  m.expert_intermediate = dimension("expert_feed_forward_length", m.intermediate_size);
+  if (tensor("blk.0.ffn_up_shexp.weight") != nullptr) {
+    m.shared_expert_intermediate = dimension("expert_shared_feed_forward_length", m.intermediate_size);
+    m.shared_expert_gate = tensor("blk.0.ffn_gate_inp_shexp.weight") != nullptr;
+  }
+}
+
 // The tensor's shape is the parameter's (ne[0] is the row: a matrix's
 // input features), its rows are whole blocks of its type, and a vector
 // is F32 as convert_hf_to_gguf.py writes it.
 void GgufModel::check_tensor(const TensorInfo& t, const ParamTensor& p, GgufType type) const {
-  const std::vector<std::uint64_t> want =
+  std::vector<std::uint64_t> want =
       p.matrix ? std::vector<std::uint64_t>{p.cols, p.rows} : std::vector<std::uint64_t>{p.rows};
-  if (t.ne != want) {
+  if (p.kind == LayerKind::expert) want.push_back(p.count / p.layers);  // [row, rows, E]
+  // A one-row matrix (Qwen2-MoE's shared-expert gate) may be written 1-D.
+  const bool one_row = p.matrix && p.rows == 1 && t.ne == std::vector<std::uint64_t>{p.cols};
+  if (t.ne != want && !one_row) {
     const auto shape = [](const std::vector<std::uint64_t>& ne) {
       return fmt::format("[{}]", fmt::join(ne, ", "));
     };
@@ -543,25 +594,25 @@ std::shared_ptr<GgufFileTypes> GgufModel::read_types(const ModelSpec& m) const {
       continue;
     }
     const SplitName n = split_name(t.name);
-    const auto id = id_of(n);
-    std::size_t k = params.size();
-    for (std::size_t i = 0; id && i < params.size(); ++i) {
-      if (params[i].id == *id) k = i;
-    }
+    const std::size_t k = param_of(n, params);
     if (k == params.size() || (n.block && *n.block >= m.num_layers)) {
       fail(t.name, fmt::format("not a tensor of {} as vramcalc reads the architecture ({} blocks)",
                                name_of(m.type), m.num_layers));
     }
     const ParamTensor& p = params[k];
     check_tensor(t, p, *type);
-    if (++seen[k] > p.count) fail(t.name, "appears twice");
+    // One 3-D tensor holds a layer's every expert.
+    seen[k] += p.kind == LayerKind::expert ? p.count / p.layers : 1;
+    if (seen[k] > p.count) fail(t.name, "appears twice");
     if (!p.matrix) continue;
     GgufFileTypes::Tensor* entry = nullptr;
     for (auto& e : file->tensors) {
       if (e.id == p.id) entry = &e;
     }
     if (entry == nullptr) {
-      file->tensors.push_back({std::string(p.id), std::vector<GgufType>(p.count, GgufType::F32)});
+      // One type per block for a layer tensor (indexed by the block), else one.
+      const std::uint64_t slots = p.scope == ParamScope::layer ? m.num_layers : p.count;
+      file->tensors.push_back({std::string(p.id), std::vector<GgufType>(slots, GgufType::F32)});
       entry = &file->tensors.back();
     }
     entry->types[n.block ? *n.block : 0] = *type;
@@ -584,7 +635,8 @@ ModelSpec GgufModel::read(const std::string& title) {
   if (!type) {
     fail("general.architecture",
          fmt::format(
-             "\"{}\": vramcalc reads the GGUF architectures llama, qwen2, qwen3, gemma and gemma2; for "
+             "\"{}\": vramcalc reads the GGUF architectures llama, qwen2, qwen3, gemma and gemma2, and the "
+             "mixtures of experts llama (Mixtral), qwen2moe, qwen3moe and olmoe; for "
              "another, give the model's config.json with --engine llamacpp --quant gguf:TYPE",
              m_arch));
   }
@@ -601,6 +653,8 @@ ModelSpec GgufModel::read(const std::string& title) {
   m.o_bias = tensor("blk.0.attn_output.bias") != nullptr;
   m.mlp_bias = tensor("blk.0.ffn_gate.bias") != nullptr;
   m.qk_norm = tensor("blk.0.attn_q_norm.weight") != nullptr ? QkNorm::per_head : QkNorm::none;
+  // OLMoE normalises q and k over all heads at once (OlmoeAttention).
+  if (m.type == ModelType::olmoe && m.qk_norm != QkNorm::none) m.qk_norm = QkNorm::full_width;
   m.tie_word_embeddings = tensor("output.weight") == nullptr;
   m.rope_llama3 = tensor("rope_freqs.weight") != nullptr;
   try {

@@ -125,16 +125,19 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                          model.name));
   }
   const bool hf_training = hf_training_layers && !autocast;
+  // llama.cpp's own rules (src/io/engines/llamacpp.cpp) say which MoE layouts it is modelled for.
+  const bool llamacpp_serving =
+      (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::llamacpp;
   if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving && !hf_serving &&
-      !hf_training) {
+      !hf_training && !llamacpp_serving) {
     const ParameterCount pc = count_parameters(model);
     conflict(
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
                     "but budgets for these layers are modelled for Megatron training (--mode train "
                     "--framework megatron), vLLM serving (--engine vllm) and, without latent attention "
-                    "or attention sinks, transformers generate and training (without adapters) only so "
-                    "far",
+                    "or attention sinks, transformers generate and training (without adapters) and "
+                    "llama.cpp (--engine llamacpp) only so far",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),

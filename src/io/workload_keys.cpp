@@ -204,6 +204,8 @@ constexpr WorkloadKey k_keys[] = {
     {"colocate", "--colocate", array, &set_colocate, &take_fields<&In::colocate>, {}, &read_colocate},
     field<&In::gpu_layers, parse_non_negative>("gpu_layers", "--gpu-layers", non_negative_integer),
     field<&In::ubatch, parse_positive>("ubatch", "--ubatch", positive_integer),
+    field<&In::n_cpu_moe, parse_non_negative>("n_cpu_moe", "--n-cpu-moe", non_negative_integer),
+    field<&In::cpu_moe, parse_yes_no>("cpu_moe", "--cpu-moe", boolean),
     field<&In::gpu_memory_utilization, parse_utilization>("gpu_memory_utilization",
                                                           "--gpu-memory-utilization", number, "in (0, 1]"),
     field<&In::max_num_batched_tokens, parse_positive>("max_num_batched_tokens", "--max-num-batched-tokens",

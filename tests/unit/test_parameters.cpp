@@ -162,7 +162,8 @@ TEST_CASE("parameters: MoE configs the reader refuses", "[parameters][moe][error
           "leaves no MoE layer");
   // A plan of an MoE model says what is and is not modelled.
   const ModelSpec mixtral = load_model("mixtral-8x7b");
-  test::check_rejects(mixtral, {{"mode", "lora"}}, "mixtral-8x7b", "training (without adapters) only so far");
+  test::check_rejects(mixtral, {{"mode", "lora"}}, "mixtral-8x7b",
+                      "training (without adapters) and llama.cpp (--engine llamacpp) only so far");
 }
 
 TEST_CASE("megatron_gpt: Megatron-LM's arguments, counted by hand", "[parameters][megatron]") {

@@ -28,6 +28,9 @@ struct WeightPlacement {
   std::uint64_t first_gpu_layer = 0;
   bool output_on_gpu = true;
   bool embedding_on_host = false;
+  /// The routed experts of blocks [0, expert_host_layers) in host memory
+  /// even where their block is on the GPU (llama.cpp --n-cpu-moe).
+  std::uint64_t expert_host_layers = 0;
 };
 
 struct EngineModule {

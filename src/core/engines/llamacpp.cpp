@@ -21,10 +21,13 @@ namespace core {
 // --n-gpu-layers N offloads the output layer and the last N − 1 blocks
 // (llama-model.cpp load_tensors: i_gpu_start = max(n_layer + 1 −
 // n_gpu_layers, 0), the output is slot n_layer); token_embd stays in host
-// memory.
+// memory. --n-cpu-moe N and --cpu-moe override the buffer of the routed
+// experts of blocks 0 … N−1 to the CPU (common/arg.cpp @ 0017d6fb,
+// tensor_buft_overrides): those stay in host memory wherever their block is.
 WeightPlacement llamacpp_placement(const ModelSpec& m, const Workload& w) {
   const std::uint64_t slots = std::min(w.engine_config.llamacpp.gpu_layers, m.num_layers + 1);
-  return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1, true};
+  return {m.num_layers + 1 - std::max<std::uint64_t>(slots, 1), slots >= 1, true,
+          std::min(w.engine_config.llamacpp.cpu_moe_layers, m.num_layers)};
 }
 
 }  // namespace core
@@ -86,6 +89,33 @@ constexpr std::string_view swa_source =
     "llama.cpp src/llama-kv-cache-iswa.cpp (size_swa: the window and a micro-batch, padded to 256)";
 constexpr std::string_view swa_formula = "2·b·min(⌈s/256⌉·256, ⌈(window + ubatch)/256⌉·256) × row bytes";
 
+// An MoE layer's largest live set in one micro-batch of n tokens, at its
+// SwiGLU (llama.cpp src/llama-graph.cpp @ 00395eb2 build_moe_ffn): the up
+// and gate ggml_mul_mat_id outputs, [n_ff_exp, k, n] fp32 each, and their
+// ggml_swiglu_split product of the same shape (GLU is not among the ops
+// ggml-alloc runs in place: ggml/src/ggml-alloc.c @ 0450e2f9
+// ggml_op_can_inplace); the routing weights [1, k, n] fp32; the selected
+// experts, a view of ggml_argsort_top_k's argsort of the router's
+// probabilities, [E, n] int32; and the layer's residual stream [h, n] fp32,
+// held for the add after the block. The router logits and probabilities
+// ([E, n]) are freed once the weights are gathered, and the normalised
+// input once the gate projection is done.
+Inventory llamacpp_moe_moment(const ModelSpec& m, std::uint64_t n, Detail d) {
+  constexpr std::string_view src =
+      "llama.cpp src/llama-graph.cpp build_moe_ffn; ggml/src/ggml-alloc.c ggml_op_can_inplace";
+  const std::uint64_t k = m.experts_per_token;
+  Inventory moe(d);
+  moe.add("compute.moe_experts", "an MoE layer's up and gate outputs and their SwiGLU, [n_ff_exp, k, ubatch]",
+          checked_product(3, m.expert_intermediate, k, n), DType::fp32, "3·Ie·topk·ubatch", src);
+  moe.add("compute.moe_weights", "the routing weights of the selected experts", checked_mul(k, n),
+          DType::fp32, "topk·ubatch", src);
+  moe.add("compute.moe_argsort", "the argsort of the router's probabilities (the selected experts' view)",
+          checked_mul(m.experts, n), DType::int32, "E·ubatch", src);
+  moe.add("compute.moe_residual", "the layer's residual stream, held for the add after the block",
+          checked_mul(m.hidden_size, n), DType::fp32, "h·ubatch", src);
+  return moe;
+}
+
 // llama.cpp's compute buffer: the graph of one micro-batch (--ubatch
 // tokens) reserved at start against the whole cache (llama-context.cpp
 // sched_reserve; ggml-alloc frees each tensor after its last use, so the
@@ -95,7 +125,8 @@ constexpr std::string_view swa_formula = "2·b·min(⌈s/256⌉·256, ⌈(window
 // fp32 (softmax reuses them), the fp32 mask copied from the host, and four
 // hidden-wide fp32 activations (the residual, the normalised input, Q and
 // its rope) can be larger. Fitted to seven published logs of 2024-2025
-// builds to the MiB (docs/formulas.md, "Inference engines").
+// builds to the MiB (docs/formulas.md, "Inference engines"). An MoE
+// layer's routed experts (llamacpp_moe_moment) can be larger still.
 Inventory llamacpp_compute_buffer(const ModelSpec& m, const Workload& w, std::uint64_t cells, Detail d) {
   const std::uint64_t nub = std::min(w.engine_config.llamacpp.ubatch, cells);
   const std::uint64_t E = m.hidden_size;
@@ -105,6 +136,10 @@ Inventory llamacpp_compute_buffer(const ModelSpec& m, const Workload& w, std::ui
              checked_mul(m.vocab_size, nub), DType::fp32, "V·ubatch", graph_src);
   logits.add("compute.final_norm", "final norm output", checked_mul(E, nub), DType::fp32, "h·ubatch",
              graph_src);
+  if (m.experts > 0) {
+    Inventory moe = llamacpp_moe_moment(m, nub, d);
+    if (total_bytes(moe) > total_bytes(logits)) logits = std::move(moe);
+  }
   if (w.attention == AttentionImpl::flash) return logits;
   Inventory kq(d);
   kq.add("compute.kq", "one layer's KQ scores (softmax in place), fp32",
@@ -187,15 +222,29 @@ Branch gpu_cache(const Cache& c, Detail d) {
                           std::string(swa_source)));
   }
   for (const Node& n : b.host) b.host_bytes = checked_add(b.host_bytes, n.bytes);
+  // --n-cpu-moe/--cpu-moe: the routed experts of the GPU's first blocks too.
+  const bool experts = where.expert_host_layers > where.first_gpu_layer;
+  const std::string expert_text =
+      experts ? fmt::format("; the routed experts of blocks 0-{} too (--n-cpu-moe/--cpu-moe)",
+                            where.expert_host_layers - 1)
+              : std::string();
   b.assumptions.emplace_back(
       "host",
       where.first_gpu_layer == 0
-          ? std::string("llama.cpp keeps token_embd in host memory")
-          : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory",
-                        where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer,
-                        m.num_layers));
+          ? fmt::format("llama.cpp keeps token_embd in host memory{}", expert_text)
+          : fmt::format("llama.cpp keeps token_embd{}, {} of {} blocks and their K and V in host memory{}",
+                        where.output_on_gpu ? "" : ", the output layer", where.first_gpu_layer, m.num_layers,
+                        expert_text));
   if (!all_on_gpu) {
     b.notes.emplace_back("llama.cpp's compute buffer under a partial offload is not modelled yet");
+  }
+  if (experts) {
+    // ggml-backend.cpp's scheduler copies host weights to the GPU for ops
+    // with a batch of at least 32 (op offload); how that staging is sized
+    // is not derived.
+    b.notes.emplace_back(
+        "the GPU copies of host expert weights that llama.cpp's scheduler stages for batches of 32 tokens "
+        "or more (op offload) are not counted in the compute buffer");
   }
 }
 

@@ -1,5 +1,6 @@
 // llama.cpp's input rules (--engine llamacpp): GGUF files, --gpu-layers,
-// --ubatch-size and its KV cache types (engine_input.hpp).
+// --ubatch-size, --n-cpu-moe and --cpu-moe, the MoE layouts it is modelled
+// for, and its KV cache types (engine_input.hpp).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -12,6 +13,50 @@
 
 namespace vramcalc::io {
 
+namespace {
+
+// The mixture-of-experts layouts llama.cpp is modelled for: routed experts
+// (and Qwen2-MoE's gated shared expert) in every block, standard attention.
+void check_llamacpp_moe(const ModelSpec& model, const std::string& origin) {
+  if (model.experts == 0 && model.kv_lora_rank == 0) return;
+  if (model.kv_lora_rank > 0) {
+    conflict(origin, fmt::format("{}'s multi-head latent attention (kv_lora_rank {}) under llama.cpp (its "
+                                 "DeepSeek graph and cache) is not modelled yet",
+                                 model.name, model.kv_lora_rank));
+  }
+  if (model.dense_layers > 0) {
+    conflict(origin, fmt::format("{}'s {} dense first layers among MoE layers are not modelled under "
+                                 "llama.cpp yet",
+                                 model.name, model.dense_layers));
+  }
+  if (model.type == ModelType::gpt_oss || model.attention_sinks) {
+    conflict(origin, fmt::format("{} under llama.cpp is not modelled yet: its MXFP4_MOE file type (MXFP4 "
+                                 "experts, Q8_0 elsewhere), its attention sinks and biased experts, and its "
+                                 "128-token sliding window on every other layer (LLM_ARCH_OPENAI_MOE)",
+                                 model.name));
+  }
+}
+
+// --n-cpu-moe N and --cpu-moe (llama.cpp common/arg.cpp @ 0017d6fb): each
+// adds a tensor-buffer override to the CPU for the routed experts,
+// "\.ffn_(up|down|gate|gate_up)_(ch|)exps" (common/common.h @ 001d906a),
+// of blocks 0 … N−1 or of every block. A negative N is "invalid value"; an
+// N beyond the blocks adds overrides that match nothing, so it counts as
+// every block; both together are the union, every block.
+void resolve_cpu_moe(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
+  const bool given = in.n_cpu_moe || in.cpu_moe;
+  if (!given) return;
+  const std::string& origin = in.n_cpu_moe ? in.n_cpu_moe->origin : in.cpu_moe->origin;
+  if (model.experts == 0) {
+    conflict(origin, fmt::format("keeps routed experts in host memory, and {} has none", model.name));
+  }
+  const std::uint64_t n = in.n_cpu_moe ? std::min(in.n_cpu_moe->value, model.num_layers) : 0;
+  const bool all = in.cpu_moe && in.cpu_moe->value;
+  w.engine_config.llamacpp.cpu_moe_layers = all ? model.num_layers : n;
+}
+
+}  // namespace
+
 // llama.cpp's keys apply with --engine llamacpp only; llama.cpp serves GGUF
 // files, offloads --gpu-layers, and has its own KV cache types.
 void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& in) {
@@ -21,6 +66,12 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
   if (in.ubatch && w.engine != Engine::llamacpp) {
     conflict(in.ubatch->origin, "is llama.cpp's --ubatch-size: add --engine llamacpp");
   }
+  if (in.n_cpu_moe && w.engine != Engine::llamacpp) {
+    conflict(in.n_cpu_moe->origin, "is llama.cpp's expert offload: add --engine llamacpp");
+  }
+  if (in.cpu_moe && w.engine != Engine::llamacpp) {
+    conflict(in.cpu_moe->origin, "is llama.cpp's expert offload: add --engine llamacpp");
+  }
   if (w.engine != Engine::llamacpp) {
     if (in.kv_block) {
       conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
@@ -29,7 +80,9 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
     }
     return;
   }
-  const std::string& origin = in.engine->origin;
+  // A GGUF file picks the engine itself (no --engine): its path names it.
+  const std::string& origin = in.engine ? in.engine->origin : model.name;
+  check_llamacpp_moe(model, origin);
   if (w.quant.kind != QuantKind::gguf) {
     conflict(origin,
              "llama.cpp loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 for an "
@@ -60,6 +113,7 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
   // llama.cpp's defaults: n_ubatch 512, and never more than n_batch (2048)
   // (common/common.h; llama-context.cpp clamps n_ubatch to n_batch).
   w.engine_config.llamacpp.ubatch = std::min<std::uint64_t>(in.ubatch ? in.ubatch->value : 512, 2048);
+  resolve_cpu_moe(model, w, in);
   // llama.cpp's cache default is f16 (common.h cache_type_k/v); the GGUF's
   // weights have no bearing on it.
   if (!in.kv_dtype) w.kv_dtype = DType::fp16;
