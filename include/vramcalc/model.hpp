@@ -64,6 +64,9 @@ enum class ModelType : std::uint8_t {
   falcon_mamba,  ///< Falcon-Mamba: Mamba's modules (weightless norms of B, C and dt)
   mamba2,        ///< Mamba-2: the state-space duality mixer, per-head decay, a gated RMSNorm
   nemotron_h,    ///< Nemotron-H: one module per block, Mamba-2 mixers, attention, MLP or MoE by a pattern
+  t5,            ///< T5, mT5, FLAN-T5: an encoder-decoder with relative position buckets, RMS norms
+  bart,          ///< BART: an encoder-decoder of post-LN blocks with learned positions
+  whisper,       ///< Whisper: a convolutional audio front end, an encoder and a decoder
   /// Megatron-Core's GPTModel described by Megatron-LM's arguments
   /// (--num-layers, --ffn-hidden-size, --normalization, ...), not a
   /// Hugging Face config; trained with --framework megatron.
@@ -119,6 +122,9 @@ enum class Positions : std::uint8_t {
   /// none: the recurrence orders the tokens (Mamba); max_position_embeddings
   /// is 0 and no length limit comes from the model
   recurrent,
+  /// T5's bucketed relative bias on the scores: no position table, no hard
+  /// length limit (max_position_embeddings is the trained length, n_positions)
+  relative,
 };
 
 /// The multimodal wrapper a config.json describes (its model_type), around
@@ -204,6 +210,31 @@ struct SsmShape {
   bool operator==(const SsmShape&) const = default;
 };
 
+/// An encoder-decoder (T5, BART, Whisper): the encoder stack beside the
+/// decoder that ModelShape's other fields describe (num_layers, heads,
+/// head_dim and intermediate_size are the decoder's). Absent (no encoder
+/// layers) for every other model.
+struct Seq2SeqShape {
+  std::uint64_t encoder_layers = 0;
+  std::uint64_t encoder_heads = 0;  ///< the encoder's attention heads, of head_dim each
+  std::uint64_t encoder_ffn = 0;    ///< the encoder's MLP width
+  /// Rows of the encoder's learned position table (BART's offset rows
+  /// included, Whisper's 1500); 0 for T5's relative bias.
+  std::uint64_t encoder_positions = 0;
+  std::uint64_t mel_bins = 0;  ///< Whisper's log-mel channels into the convolutional front end
+  /// The encoder's input length when the model fixes it: Whisper's 30 s
+  /// window, 3000 mel frames that the front end halves to 1500; 0 otherwise
+  /// (--seq).
+  std::uint64_t fixed_source = 0;
+  std::uint64_t relative_buckets = 0;  ///< T5's relative_attention_num_buckets
+  /// The decoder's tokens when --max-new-tokens is not given: the length
+  /// generate stops at by default (GenerationConfig's max_length, or the
+  /// config's own max_length / max_target_positions).
+  std::uint64_t default_target = 0;
+
+  bool operator==(const Seq2SeqShape&) const = default;
+};
+
 /// Which attention implementations transformers offers a family
 /// (_supports_sdpa, _supports_flash_attn in its modelling file).
 enum class HfAttentionSupport : std::uint8_t {
@@ -220,6 +251,7 @@ enum class Activation : std::uint8_t {
   gelu_new,   ///< transformers' NewGELUActivation, written out in elementwise ops (GPT-2)
   gelu,       ///< torch.nn.functional.gelu, exact erf form
   relu2,      ///< transformers' ReLUSquaredActivation: relu, then its square (Nemotron-H)
+  relu,       ///< torch.nn.ReLU (T5 v1.0's feed-forward)
 };
 
 /// The architecture as plain values: everything of a ModelSpec but its
@@ -332,6 +364,9 @@ struct ModelShape {
   /// sequence instead. A hybrid (Nemotron-H) has it in some blocks and
   /// attention, MLP or MoE blocks beside them (kind none otherwise).
   SsmShape ssm{};
+
+  /// An encoder-decoder's encoder (encoder_layers 0 for any other model).
+  Seq2SeqShape seq2seq{};
 
   /// One pipeline stage's share of a model (pipeline_stage): whether it
   /// holds the input embeddings and the output end (final norm, output

@@ -29,6 +29,7 @@ enum class ParamScope : std::uint8_t {
   mtp,
   vision,
   pooler,
+  encoder,  ///< an encoder-decoder's encoder stack (T5, BART, Whisper)
 };
 
 /// Which decoder layers hold a layer tensor: every layer, only the dense
@@ -138,6 +139,9 @@ struct ParameterCount {
   std::uint64_t mtp = 0;     ///< multi-token-prediction modules, not in total
   std::uint64_t vision = 0;  ///< a multimodal model's vision tower and projector (in total)
   std::uint64_t pooler = 0;  ///< an encoder's pooler (BERT's dense on the first token; in total)
+  /// An encoder-decoder's encoder (embeddings it shares with the decoder
+  /// are in embedding; in total)
+  std::uint64_t encoder = 0;
 };
 
 [[nodiscard]] ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint64_t num_layers);

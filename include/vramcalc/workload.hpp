@@ -313,7 +313,10 @@ struct Workload {
   /// --microbatches for a pipeline). Above 1, gradients stay allocated from
   /// the first backward through the next forward passes.
   std::uint64_t grad_accum = 1;
-  std::uint64_t seq = 0;         ///< sequence length (train) or context length (infer)
+  std::uint64_t seq = 0;  ///< sequence length (train) or context length (infer)
+  /// An encoder-decoder's generated tokens, which its decoder's self-attention
+  /// cache holds at the end (--seq is then the encoder's input); 0 otherwise.
+  std::uint64_t max_new_tokens = 0;
   DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
   DType kv_dtype = DType::bf16;  ///< KV cache elements
   Quant quant;                   ///< serving: how the checkpoint stores its weights

@@ -37,8 +37,11 @@ inline constexpr FlagHelp k_flag_help[] = {
      "micro-batches per optimizer step (gradient accumulation); above 1, gradients stay allocated "
      "through the next forward passes (default 1)"},
     {"seq",
-     "sequence length (train) or context length (infer) (default min(4096, the model's "
-     "max_position_embeddings))"},
+     "sequence length (train) or context length (infer); an encoder-decoder's input to its encoder "
+     "(default min(4096, the model's max_position_embeddings); T5 its n_positions, Whisper 1500: 30 s)"},
+    {"max_new_tokens",
+     "an encoder-decoder's (T5, BART, Whisper) generated tokens, which its decoder caches (default the "
+     "config's max_length - 1: 19 under GenerationConfig's default, 447 for Whisper)"},
     {"dtype",
      "fp32 | bf16 | fp16 | fp8: weights when serving, compute dtype when training (default bf16; "
      "fp8 is serving only)"},

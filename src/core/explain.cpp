@@ -40,6 +40,14 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
     if (name == "G" && s.kind == StateSpace::mamba2) return s.groups;
     if (name == "cs" && s.kind == StateSpace::mamba2) return s.chunk;
   }
+  if (x.m.seq2seq.encoder_layers > 0) {
+    // An encoder-decoder's symbols (docs/formulas.md, "Encoder-decoders").
+    const Seq2SeqShape& e = x.m.seq2seq;
+    if (name == "n") return x.w.max_new_tokens;
+    if (name == "F") return e.encoder_ffn;
+    if (name == "mel" && e.mel_bins > 0) return e.mel_bins;
+    if (name == "a" && leaf_id.starts_with("encode.")) return e.encoder_heads;
+  }
   if (name == "b") return x.w.batch;
   if (name == "s") return x.w.seq;
   if (name == "t") return decode ? 1 : x.w.seq;  // new tokens: the prompt, or one

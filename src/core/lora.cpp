@@ -65,6 +65,7 @@ ParamTensorList trainable_tensors(const ModelSpec& m, const Workload& w) {
       case ParamScope::mtp:
       case ParamScope::vision:
       case ParamScope::pooler:
+      case ParamScope::encoder:
         break;
     }
     out.push_back(t);

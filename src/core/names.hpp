@@ -91,6 +91,13 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::falcon_mamba, "falcon_mamba", "FalconMamba", "FalconMambaBlock"},
     {ModelType::mamba2, "mamba2", "Mamba2", "Mamba2Block"},
     {ModelType::nemotron_h, "nemotron_h", "NemotronH", "NemotronHBlock"},
+    // Encoder-decoders: the decoder's block (the encoder's is T5Block,
+    // BartEncoderLayer, WhisperEncoderLayer). mT5 is T5 v1.1's modules
+    // ("Copied from" modeling_t5.py).
+    {ModelType::t5, "t5", "T5", "T5Block"},
+    {ModelType::t5, "mt5", "MT5", "MT5Block"},
+    {ModelType::bart, "bart", "Bart", "BartDecoderLayer"},
+    {ModelType::whisper, "whisper", "Whisper", "WhisperDecoderLayer"},
     {ModelType::megatron_gpt, "megatron_gpt", "Megatron", "TransformerLayer"},
 });
 

@@ -23,4 +23,7 @@ inline ParamTensor vector(std::string_view id, ParamScope scope, std::uint64_t l
 /// A multimodal wrapper's vision tower and projector (parameters_vision.cpp).
 void add_vision(const ModelSpec& m, ParamTensorList& t);
 
+/// An encoder-decoder's tensors, encoder and decoder (parameters_seq2seq.cpp).
+void add_seq2seq(const ModelSpec& m, ParamTensorList& t);
+
 }  // namespace vramcalc

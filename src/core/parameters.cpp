@@ -438,6 +438,8 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
     add_megatron_gpt(m, t);
   } else if (m.encoder_only) {
     add_bert(m, t);
+  } else if (m.seq2seq.encoder_layers > 0) {
+    add_seq2seq(m, t);
   } else if (m.ssm.kind != StateSpace::none) {
     add_mamba(m, t);
   } else {
@@ -461,7 +463,7 @@ ParamTensorList parameter_tensor_list(const ModelSpec& m) {
   ParamTensorList stage;
   for (const ParamTensor& p : t) {
     const bool input = p.scope == ParamScope::embedding || p.scope == ParamScope::position_embedding ||
-                       p.scope == ParamScope::vision;
+                       p.scope == ParamScope::vision || p.scope == ParamScope::encoder;
     const bool output =
         p.scope == ParamScope::final_norm || p.scope == ParamScope::lm_head || p.scope == ParamScope::pooler;
     if ((input && !m.holds_embedding) || (output && !m.holds_head)) continue;
@@ -542,6 +544,9 @@ ParameterCount count_parameters(std::span<const ParamTensor> tensors, std::uint6
         break;
       case ParamScope::pooler:
         c.pooler = checked_add(c.pooler, n);
+        break;
+      case ParamScope::encoder:
+        c.encoder = checked_add(c.encoder, n);
         break;
     }
   }

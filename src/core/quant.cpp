@@ -473,6 +473,7 @@ void gguf_placed_parts(StateParts& parts, std::span<const ParamTensor> tensors, 
       case ParamScope::mtp:     // not among the main model's tensors
       case ParamScope::vision:  // llama.cpp's is a separate mmproj file (refused)
       case ParamScope::pooler:  // encoders are not served by llama.cpp here (refused)
+      case ParamScope::encoder:
         break;
     }
   }

@@ -107,6 +107,8 @@ std::string group_of(ParamScope s) {
       return "vision";
     case ParamScope::pooler:
       return "pooler";
+    case ParamScope::encoder:
+      return "encoder";
   }
   return "?";
 }

@@ -17,8 +17,6 @@
 
 namespace vramcalc::io {
 
-namespace {
-
 std::uint64_t divide_heads(const JsonCursor& root, std::string_view key, std::uint64_t width,
                            std::uint64_t heads) {
   if (width % heads != 0) {
@@ -27,6 +25,8 @@ std::uint64_t divide_heads(const JsonCursor& root, std::string_view key, std::ui
   }
   return width / heads;
 }
+
+namespace {
 
 // The sizes most configuration classes name alike: hidden_size,
 // intermediate_size, num_hidden_layers, num_attention_heads,
@@ -609,6 +609,12 @@ void read_family(const JsonCursor& root, ModelSpec& m) {
       return read_mamba2(root, m);
     case ModelType::nemotron_h:
       return read_nemotron_h(root, m);
+    case ModelType::t5:
+      return read_t5(root, m);
+    case ModelType::bart:
+      return read_bart(root, m);
+    case ModelType::whisper:
+      return read_whisper(root, m);
     default:
       throw std::logic_error("read_family: not a family of model_families.cpp");
   }

@@ -49,6 +49,24 @@ constexpr std::array k_moe_keys = {
     "qk_nope_head_dim",        "qk_rope_head_dim", "v_head_dim",
     "num_nextn_predict_layers"};
 
+// The encoder-decoders' keys the reader uses (model_seq2seq.cpp: T5Config,
+// BartConfig, WhisperConfig).
+constexpr std::array k_seq2seq_keys = {"d_kv",
+                                       "d_ff",
+                                       "num_decoder_layers",
+                                       "relative_attention_num_buckets",
+                                       "feed_forward_proj",
+                                       "encoder_layers",
+                                       "decoder_layers",
+                                       "encoder_attention_heads",
+                                       "decoder_attention_heads",
+                                       "encoder_ffn_dim",
+                                       "decoder_ffn_dim",
+                                       "num_mel_bins",
+                                       "max_source_positions",
+                                       "max_target_positions",
+                                       "max_length"};
+
 const std::vector<std::string>& decoder_keys() {
   static const std::vector<std::string> keys = {"model_type",
                                                 "source",
@@ -136,6 +154,7 @@ const std::vector<std::string>& used_keys() {
   static const std::vector<std::string> keys = [] {
     std::vector<std::string> k = decoder_keys();
     k.insert(k.end(), k_moe_keys.begin(), k_moe_keys.end());
+    k.insert(k.end(), k_seq2seq_keys.begin(), k_seq2seq_keys.end());
     k.insert(k.end(), k_state_space_keys.begin(), k_state_space_keys.end());
     return k;
   }();

@@ -39,6 +39,15 @@ void read_mamba(const JsonCursor& root, ModelSpec& m);
 void read_mamba2(const JsonCursor& root, ModelSpec& m);
 void read_nemotron_h(const JsonCursor& root, ModelSpec& m);
 
+/// The encoder-decoders (model_seq2seq.cpp): T5 and mT5, BART, Whisper.
+void read_t5(const JsonCursor& root, ModelSpec& m);
+void read_bart(const JsonCursor& root, ModelSpec& m);
+void read_whisper(const JsonCursor& root, ModelSpec& m);
+
+/// `width` / `heads`, or an InputError at `key` when they do not divide.
+[[nodiscard]] std::uint64_t divide_heads(const JsonCursor& root, std::string_view key, std::uint64_t width,
+                                         std::uint64_t heads);
+
 // Values of a config.json, as every family reads them (model_io.cpp).
 
 /// transformers' activation names (activations.py ACT2CLS).

@@ -21,6 +21,39 @@ void check_supported(const Workload& w, core::TrainingFeature feature, const std
 
 namespace {
 
+// Encoder-decoders are modelled under transformers generate, unquantized,
+// with EncoderDecoderCache's K and V in the model's dtype.
+void reject_unmodelled_seq2seq(const ModelSpec& model, const WorkloadInput& in, bool training) {
+  if (training || in.adapter) {
+    conflict(model.name, fmt::format("training the encoder-decoder {} ({}: what both stacks and the "
+                                     "cross-attention keep for backward) is not modelled yet; generation is",
+                                     model.name, name_of(model.type)));
+  }
+  if (in.engine && in.engine->value != Engine::hf) {
+    conflict(in.engine->origin, fmt::format("the encoder-decoder {} is modelled under transformers generate "
+                                            "(--engine hf) so far; {}'s encoder-decoder runner is not",
+                                            model.name, name_of(in.engine->value)));
+  }
+  if (in.quant && in.quant->value.kind != QuantKind::none) {
+    conflict(in.quant->origin,
+             fmt::format("quantized weights of the encoder-decoder {} are not modelled yet", model.name));
+  }
+  if (model.checkpoint_quant.kind != QuantKind::none) {
+    conflict(
+        model.name,
+        fmt::format("{}'s quantization_config: quantized encoder-decoders are not modelled yet", model.name));
+  }
+  if (in.draft) {
+    conflict(in.draft->origin,
+             fmt::format("assisted generation with the encoder-decoder {} is not modelled yet", model.name));
+  }
+  if (in.kv_dtype) {
+    conflict(in.kv_dtype->origin, fmt::format("{}: transformers' EncoderDecoderCache keeps K and V in the "
+                                              "model's dtype (--dtype), so --kv-dtype does not apply",
+                                              model.name));
+  }
+}
+
 // A state-space model (Mamba, Mamba-2, the Nemotron-H hybrid) is modelled
 // under transformers generate and vLLM: its recurrent state, its KV cache
 // where it has attention blocks, and the fused kernels' working set.
@@ -95,6 +128,7 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
     conflict(in.draft->origin, "an encoder does not generate: a draft model does not apply");
   }
   if (model.ssm.kind != StateSpace::none) reject_unmodelled_recurrent(model, in, training);
+  if (model.seq2seq.encoder_layers > 0) reject_unmodelled_seq2seq(model, in, training);
   if (model.vision.wrapper != Multimodal::none && (training || in.adapter)) {
     conflict(model.name, fmt::format("training {} ({}: the vision tower's activations on image batches, "
                                      "frozen or trained) is not modelled yet; serving is",
@@ -227,6 +261,42 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
     check_supported(w, core::TrainingFeature::inference, in.framework ? in.framework->origin : "framework");
 }
 
+// An encoder-decoder's two lengths: --seq, the encoder's input (Whisper's
+// fixed 30 s window), within the encoder's learned positions; and
+// --max-new-tokens, the tokens its decoder generates after the start token,
+// within the decoder's.
+void resolve_seq2seq_lengths(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  const Seq2SeqShape& s = model.seq2seq;
+  if (s.fixed_source > 0) {
+    if (in.seq && in.seq->value != s.fixed_source) {
+      conflict(in.seq->origin,
+               fmt::format("{}'s encoder always reads 30 s of audio, {} positions after its convolutions: "
+                           "--seq is {} (batch several windows with --batch)",
+                           model.name, s.fixed_source, s.fixed_source));
+    }
+    w.seq = s.fixed_source;
+  }
+  const std::uint64_t source_positions =
+      s.encoder_positions > model.position_offset ? s.encoder_positions - model.position_offset : 0;
+  if (s.encoder_positions > 0 && w.seq > source_positions) {
+    conflict(in.seq->origin,
+             fmt::format("{} exceeds the {} positions of {}'s encoder", w.seq, source_positions, model.name));
+  }
+  // The decoder's inputs: the start token and every generated token but
+  // the last, within its learned positions; the default stops there too.
+  const std::uint64_t target_positions = model.max_position_embeddings - model.position_offset;
+  const bool learned = model.positions == Positions::learned;
+  w.max_new_tokens =
+      pick(r, in.max_new_tokens,
+           learned ? std::min(s.default_target, target_positions - 1) : s.default_target, "max_new_tokens");
+  if (learned && w.max_new_tokens > target_positions - 1) {
+    conflict(in.max_new_tokens ? in.max_new_tokens->origin : "--max-new-tokens",
+             fmt::format("{} new tokens and the start token exceed the {} positions of {}'s decoder",
+                         w.max_new_tokens, target_positions, model.name));
+  }
+}
+
 // The shape of the work: batch, sequence, dtype, attention and dp.
 void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
@@ -236,7 +306,15 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   // its own (max_position_embeddings 0).
   const bool no_length = model.positions == Positions::recurrent && model.max_position_embeddings == 0;
   w.seq = pick(r, in.seq, no_length ? 4096 : std::min<std::uint64_t>(4096, positions), "seq");
-  if (model.positions == Positions::learned && w.seq > positions) {
+  if (model.seq2seq.encoder_layers > 0) {
+    resolve_seq2seq_lengths(model, r, in);
+  } else if (in.max_new_tokens) {
+    conflict(in.max_new_tokens->origin,
+             fmt::format("--max-new-tokens applies to encoder-decoder models (T5, BART, Whisper) so far; for "
+                         "{}, --seq is the prompt and the output together",
+                         model.name));
+  }
+  if (model.seq2seq.encoder_layers == 0 && model.positions == Positions::learned && w.seq > positions) {
     conflict(in.seq->origin,
              fmt::format("{} exceeds the {} positions of {}'s learned position embeddings{}", w.seq,
                          positions, model.name,

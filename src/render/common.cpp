@@ -131,6 +131,13 @@ std::string workload_line(const Workload& w, const ModelShape& m) {
         w.seq, w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant),
         name_of(w.engine), name_of(w.attention), w.dp);
   }
+  if (w.mode == Mode::infer && m.seq2seq.encoder_layers > 0) {
+    return fmt::format(
+        "infer, encoder-decoder: batch {} × {} input positions, {} new tokens, weights {}, "
+        "EncoderDecoderCache {}, {} ({} attention), dp {}",
+        w.batch, w.seq, w.max_new_tokens, name_of(w.dtype), name_of(w.kv_dtype), name_of(w.engine),
+        name_of(w.attention), w.dp);
+  }
   if (w.mode == Mode::infer && m.ssm.kind != StateSpace::none) {
     return fmt::format(
         "infer, batch {} × context {}, weights {}, recurrent state {} and fp32, {} (fused scan kernels), dp "

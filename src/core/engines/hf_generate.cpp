@@ -9,6 +9,7 @@
 
 #include "core/engines/engine.hpp"
 #include "core/engines/hf_recurrent.hpp"
+#include "core/engines/hf_seq2seq.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -267,6 +268,7 @@ Moments hf_encode(Builder& out, const ModelSpec& m, const Workload& w) {
 Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t /*vocab*/) {
   if (m.encoder_only) return hf_encode(out, m, w);
   if (m.ssm.kind != StateSpace::none) return hf_recurrent_serve(out, m, w);
+  if (m.seq2seq.encoder_layers > 0) return hf_seq2seq_serve(out, m, w);
   const Detail d = out.detail;
   Branch kv(d);
   hf_cache_leaves(kv, m, w, "", "");
