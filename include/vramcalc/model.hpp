@@ -6,11 +6,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "vramcalc/quant.hpp"
+#include "vramcalc/units.hpp"
 
 namespace vramcalc {
 
@@ -396,6 +398,11 @@ struct ModelSpec : ModelShape {
   /// A quantization_config vramcalc does not model: what it says (empty
   /// when modelled or absent).
   std::string checkpoint_quant_unmodelled;
+  /// The dtype config.json says the weights are stored in (torch_dtype, or
+  /// transformers 5's dtype): fp32, bf16 or fp16; none when absent or
+  /// another value. checkpoint_dtype_origin is where it was read.
+  std::optional<DType> checkpoint_dtype;
+  std::string checkpoint_dtype_origin;
 
   bool operator==(const ModelSpec&) const = default;
 };

@@ -23,6 +23,10 @@ struct PlanRequest {
   /// or the checkpoint's quantization_config ("config.json:
   /// /quantization_config"); empty when unquantized by default.
   std::string quant_source;
+  /// Where the serving dtype came from when the checkpoint's dtype set it
+  /// (transformers 5 loads dtype="auto"): "config.json: /torch_dtype";
+  /// empty otherwise.
+  std::string dtype_source;
   std::optional<Gpu> gpu;
   /// Other processes sharing the GPU (--colocate), each resolved from its
   /// own plan with this request's GPU; never nested.

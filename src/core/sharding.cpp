@@ -46,6 +46,7 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   s.ssm.heads = m.ssm.heads / tp;
   s.ssm.groups = m.ssm.groups >= tp ? m.ssm.groups / tp : std::min<std::uint64_t>(m.ssm.groups, 1);
   s.checkpoint_quant = m.checkpoint_quant;  // its origin and text are the input's, for messages
+  s.checkpoint_dtype = m.checkpoint_dtype;
   return s;
 }
 

@@ -632,6 +632,7 @@ ModelSpec read_model(const JsonCursor& root, std::string name) {
     }
     (void)count_parameters(m);
     read_quantization_config(root, m);
+    read_checkpoint_dtype(root, m);
   } catch (const OverflowError&) {
     root.fail(
         fmt::format("the parameter count does not fit in 64 bits (hidden_size {}, "

@@ -249,6 +249,7 @@ ModelSpec read_multimodal(const JsonCursor& root, Multimodal w, std::string name
   if (auto s = root.find("source")) m.source = s->string();
   // The text model's quantization_config is the wrapper's.
   read_quantization_config(root, m);
+  read_checkpoint_dtype(root, m);
   (void)count_parameters(m);
   return m;
 }

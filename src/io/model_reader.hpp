@@ -73,6 +73,9 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m);
 /// Reads config.json's quantization_config into the model's checkpoint
 /// weight format (quant_config.cpp).
 void read_quantization_config(const JsonCursor& root, ModelSpec& m);
+/// Reads config.json's dtype or torch_dtype into the checkpoint's weight
+/// dtype (quant_config.cpp).
+void read_checkpoint_dtype(const JsonCursor& root, ModelSpec& m);
 
 /// What makes weight format `q` impossible for `model` (mxfp4 without
 /// experts, AWQ or NVFP4 groups that do not divide a projection, GGUF rules

@@ -254,4 +254,28 @@ void read_quantization_config(const JsonCursor& root, ModelSpec& m) {
   m.checkpoint_quant = out;
 }
 
+// config.json's dtype (transformers 5 writes "dtype", earlier versions
+// "torch_dtype"; PretrainedConfig reads either): the dtype of the stored
+// weights, which from_pretrained loads as is under its default
+// dtype="auto" (transformers PR #42805). Other values ("auto", an fp8
+// type) say nothing usable and leave it unset.
+void read_checkpoint_dtype(const JsonCursor& root, ModelSpec& m) {
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    const auto c = root.find(key);
+    if (!c || !c->is_string()) continue;
+    const std::string v = c->string();
+    if (v == "float32" || v == "float") {
+      m.checkpoint_dtype = DType::fp32;
+    } else if (v == "bfloat16") {
+      m.checkpoint_dtype = DType::bf16;
+    } else if (v == "float16" || v == "half") {
+      m.checkpoint_dtype = DType::fp16;
+    } else {
+      continue;
+    }
+    m.checkpoint_dtype_origin = c->where();
+    return;
+  }
+}
+
 }  // namespace vramcalc::io

@@ -375,6 +375,21 @@ Quant weight_format(const ModelSpec& model, PlanRequest& r, const WorkloadInput&
   return model.checkpoint_quant;
 }
 
+// transformers 5's from_pretrained loads dtype="auto" by default: the
+// dtype config.json names (transformers PR #42805, "default to auto").
+// Without --dtype, an unquantized model served under --engine hf is
+// planned in it; vLLM's "auto" picks a 16-bit type for fp32 checkpoints
+// and llama.cpp serves GGUF types, so their default stays.
+void resolve_checkpoint_dtype(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (w.engine != Engine::hf || in.dtype || !model.checkpoint_dtype || w.quant.kind != QuantKind::none)
+    return;
+  w.dtype = *model.checkpoint_dtype;
+  if (!in.kv_dtype && !in.kv_block) w.kv_dtype = w.dtype;
+  r.dtype_source = model.checkpoint_dtype_origin;
+  std::erase(r.defaulted, "dtype");
+}
+
 // Serving: the KV cache's type, quantized weights and the engine.
 void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
@@ -395,6 +410,7 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   }
   resolve_llamacpp(model, w, in);
   resolve_generate(r, in);
+  resolve_checkpoint_dtype(model, r, in);
 }
 
 // --gpu names a catalog GPU; --gpu-mem gives a capacity instead.

@@ -143,6 +143,7 @@ json workload_json(const PlanResult& p) {
   j["runtime_overhead_bytes"] = p.budget.components[static_cast<std::size_t>(Component::runtime_overhead)];
   j["defaults"] = p.request.defaulted;
   j["quant_source"] = p.request.quant_source.empty() ? json(nullptr) : json(p.request.quant_source);
+  j["dtype_source"] = p.request.dtype_source.empty() ? json(nullptr) : json(p.request.dtype_source);
   if (const auto c = render_detail::checkpoint_quant(p)) {
     j["checkpoint_quant"] = {{"format", c->format}, {"source", c->source}, {"applied", c->applied}};
   } else {

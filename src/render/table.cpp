@@ -34,6 +34,12 @@ std::string render_table(const PlanResult& p) {
   if (const auto c = checkpoint_quant(p)) {
     out += fmt::format("checkpoint weights: {} ({}), {}\n", c->format, c->source, c->what);
   }
+  if (!p.request.dtype_source.empty()) {
+    out += fmt::format(
+        "checkpoint dtype: {} ({}), loaded as stored (transformers 5's dtype=\"auto\"; "
+        "--dtype overrides)\n",
+        name_of(p.request.workload.dtype), p.request.dtype_source);
+  }
   out += "\n";
   out += fmt::format("{:<18} {:>10} {:>10} {:>7}\n", "component", "max GiB", "at peak", "share");
   for (std::size_t i = 0; i < k_component_count; ++i) {

@@ -28,21 +28,27 @@ TEST_CASE("kv cache: tiny GQA model by hand", "[kv_cache][kv:llama]") {
 
 TEST_CASE("kv cache: sliding-window layers hold at most the window", "[kv_cache]") {
   // gemma-2-9b: 42 layers alternate sliding (window 4096) and full; 8 KV heads × 256.
-  // Per token per layer: 2 · 8 · 256 · 2 B = 8192. At 8192 tokens, with
+  // Per token per layer in bf16 (its config says float32, which
+  // transformers 5 would load: --dtype bf16): 2 · 8 · 256 · 2 B = 8192. At 8192 tokens, with
   // transformers' StaticCache (StaticSlidingWindowLayer: min(window, max_cache_len)):
   //   21 full layers × 8192 tokens + 21 sliding layers × 4096 tokens, × 8192 B.
   const ModelSpec gemma = load_model("gemma-2-9b");
   CHECK(gemma.sliding_window_layers == 21);
-  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "8192"}, {"cache", "static"}})) ==
-        (21ULL * 8192 + 21ULL * 4096) * 8192);
+  CHECK(
+      kv_component(gemma, test::workload(gemma, {{"seq", "8192"}, {"cache", "static"}, {"dtype", "bf16"}})) ==
+      (21ULL * 8192 + 21ULL * 4096) * 8192);
   // Below the window every layer holds the whole context.
-  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "2048"}, {"cache", "static"}})) ==
-        42ULL * 2048 * 8192);
+  CHECK(
+      kv_component(gemma, test::workload(gemma, {{"seq", "2048"}, {"cache", "static"}, {"dtype", "bf16"}})) ==
+      42ULL * 2048 * 8192);
   // DynamicCache, the default, keeps each sliding layer's window as a slice
   // of the concatenated K and V (cache_utils.py @ 004999d
   // DynamicSlidingWindowLayer.update): the prefilled 8192 tokens stay whole
   // in every layer until its first decode step.
-  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "8192"}})) == 42ULL * 8192 * 8192);
+  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "8192"}, {"dtype", "bf16"}})) ==
+        42ULL * 8192 * 8192);
+  // Without --dtype, the checkpoint's float32, as transformers 5 loads it.
+  CHECK(kv_component(gemma, test::workload(gemma, {{"seq", "8192"}})) == 2 * 42ULL * 8192 * 8192);
   // mistral-7b-v0.1: every layer slides over 4096 tokens; 2 · 8 · 128 · 2 B = 4096 per token per layer.
   const ModelSpec mistral = load_model("mistral-7b-v0.1");
   CHECK(kv_component(mistral, test::workload(mistral, {{"seq", "8192"}, {"cache", "static"}})) ==

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <string>
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
@@ -112,4 +114,28 @@ TEST_CASE("training dequantizes a quantized checkpoint; QLoRA takes a 4-bit one 
   const PlanRequest q = test::request(bnb, {{"mode", "qlora"}});
   CHECK(quant_text(q.workload.quant) == "bnb-fp4");
   CHECK(q.quant_source == "config.json: /quantization_config");
+}
+
+TEST_CASE("config.json's dtype is the dtype transformers 5 serves the weights in", "[quant][config]") {
+  // transformers 5 loads dtype="auto" by default (PR #42805): a float32
+  // checkpoint is served in fp32 under --engine hf unless --dtype says
+  // otherwise; "dtype" (transformers 5) and "torch_dtype" read alike.
+  const std::string tiny = test::k_tiny_llama;
+  const auto with_dtype = [&](const std::string& key, const std::string& value) {
+    return test::model(test::with(tiny, "\"tie_word_embeddings\": false",
+                                  "\"tie_word_embeddings\": false, \"" + key + "\": \"" + value + "\""));
+  };
+  const ModelSpec fp32 = with_dtype("torch_dtype", "float32");
+  REQUIRE(fp32.checkpoint_dtype == DType::fp32);
+  const PlanRequest r = test::request(fp32, {});
+  CHECK(r.workload.dtype == DType::fp32);
+  CHECK(r.workload.kv_dtype == DType::fp32);
+  CHECK(r.dtype_source == "tiny.json: /torch_dtype");
+  CHECK(std::find(r.defaulted.begin(), r.defaulted.end(), "dtype") == r.defaulted.end());
+  // --dtype wins; vLLM's "auto" serves 16-bit; a quantized format keeps its own.
+  CHECK(test::request(fp32, {{"dtype", "bf16"}}).workload.dtype == DType::bf16);
+  CHECK(test::request(fp32, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}).workload.dtype == DType::bf16);
+  CHECK(test::request(fp32, {{"quant", "bnb-nf4"}}).workload.dtype == DType::bf16);
+  CHECK(with_dtype("dtype", "float16").checkpoint_dtype == DType::fp16);
+  CHECK_FALSE(with_dtype("torch_dtype", "auto").checkpoint_dtype.has_value());
 }

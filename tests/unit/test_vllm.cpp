@@ -188,6 +188,7 @@ TEST_CASE("vllm: a tensor-parallel rank holds its shard of every layer", "[vllm]
     whole.source.clear();
     whole.checkpoint_quant_origin.clear();
     whole.checkpoint_quant_unmodelled.clear();
+    whole.checkpoint_dtype_origin.clear();
     CHECK(one == whole);
   }
   const ModelSpec m = load_model("llama-3.1-8b");
