@@ -81,6 +81,22 @@ void moe_working_set(Inventory& mlp, const ModelSpec& m, std::uint64_t T, DType 
 
 }  // namespace
 
+// Tensors of I values per token alive at once in a plain (ungated) MLP
+// under no_grad: the up projection's output and its activation when the
+// activation is one kernel (torch.nn.functional.gelu, exact or tanh; ReLU);
+// ReLUSquaredActivation's relu beside them (3); transformers'
+// NewGELUActivation (activations.py), written in elementwise ops, keeps
+// its input, 0.5·input and two intermediates at once (4); BLOOM's
+// bloom_gelu_forward (modeling_bloom.py, its eval path) its input, x·0.5,
+// 0.79788456·x, 0.044715·x and their product (5). A gated MLP keeps
+// act(gate), up and their product (3).
+std::uint64_t ffn_working_tensors(const ModelSpec& m) {
+  if (m.type == ModelType::bloom) return 5;
+  if (m.activation == Activation::gelu_new) return 4;
+  if (m.gated_mlp || m.activation == Activation::relu2) return 3;
+  return 2;
+}
+
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
 // dynamic or static cache): tensors alive together at the worst moment of
@@ -117,11 +133,14 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
           m.fused_gate_up ? "gate_up output, act(gate) and the product" : "act(gate), up and their product",
           fmt::format("{}·b·t·I", factor), std::string(k_working_set_source)};
     });
-  } else if (m.activation == Activation::relu2) {
-    // ReLUSquaredActivation: the up output, its relu and the square.
-    add(mlp, ".mlp_intermediates", "up output, its relu and the square", checked_mul(3, TI), c, "3·b·t·I");
   } else {
-    add(mlp, ".mlp_intermediates", "c_fc output and the GELU temporaries", checked_mul(4, TI), c, "4·b·t·I");
+    const std::uint64_t n = ffn_working_tensors(m);
+    mlp.add(checked_mul(n, TI), c, [&] {
+      return EntryText{cat(phase, ".mlp_intermediates"),
+                       n == 2 ? "the up projection's output and its activation"
+                              : "the up projection's output and the activation's temporaries",
+                       fmt::format("{}·b·t·I", n), std::string(k_working_set_source)};
+    });
   }
 
   Inventory attn(detail);

@@ -17,6 +17,10 @@ namespace vramcalc::core {
 [[nodiscard]] Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
                                               std::uint64_t context, std::string_view phase, Detail detail);
 
+/// Tensors of intermediate_size values per token a feed-forward block holds
+/// at once under no_grad, by its activation (hf_generate.cpp).
+[[nodiscard]] std::uint64_t ffn_working_tensors(const ModelSpec& m);
+
 /// Sets the recurrent state as the cache component and returns the moments
 /// of a generate run: load, prefill of the whole prompt, decode.
 [[nodiscard]] Moments hf_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/engines/hf_recurrent.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -36,17 +37,6 @@ struct Adder {
     });
   }
 };
-
-// Tensors of F values per token alive at the worst moment of the
-// feed-forward block: the projection and its activation (2); a gated block's
-// two halves and their product (3, T5DenseGatedActDense); NewGELUActivation
-// (T5's gated-gelu) writes its formula in elementwise ops, so its input,
-// 0.5·input and two of the intermediates are alive at once (4,
-// activations.py).
-std::uint64_t ffn_tensors(const ModelSpec& m) {
-  if (m.activation == Activation::gelu_new) return 4;
-  return m.gated_mlp ? 3 : 2;
-}
 
 // T5's encoder adds one position bias to every layer's scores: the bucket
 // table's values for s × s positions plus the padding mask, (b, heads, s,
@@ -96,7 +86,7 @@ Inventory encoder_ffn(const ModelSpec& m, const Workload& w, std::string_view ph
   const bool pre_ln = m.block != BlockLayout::post_ln;
   add(".residual", "residual stream", checked_mul(T, m.hidden_size), c, "b·s·h");
   if (pre_ln) add(".ffn_input", "normalised feed-forward input", checked_mul(T, m.hidden_size), c, "b·s·h");
-  const std::uint64_t n = ffn_tensors(m);
+  const std::uint64_t n = ffn_working_tensors(m);
   add(".ffn_intermediates", "the feed-forward block's intermediates",
       checked_product(n, T, m.seq2seq.encoder_ffn), c, fmt::format("{}·b·s·F", n));
   return inv;
