@@ -59,6 +59,7 @@ enum class ModelType : std::uint8_t {
   qwen2_moe,     ///< Qwen1.5-MoE, Qwen2-MoE: Qwen2 attention, a gated shared expert beside the routed ones
   olmoe,         ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
   deepseek_v2,   ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
+  glm4_moe,      ///< GLM-4.5: DeepSeek-V3's experts and router with grouped attention, q/k norms, half rotary
   bert,          ///< BERT: a bidirectional encoder, post-LN blocks, learned positions and token types
   roberta,       ///< RoBERTa: BERT's modules, positions offset past the padding index
   xlm_roberta,   ///< XLM-RoBERTa: RoBERTa's modules with a larger vocabulary

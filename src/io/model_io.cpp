@@ -427,6 +427,29 @@ void read_mla(const JsonCursor& root, ModelSpec& m) {
   m.head_dim = checked_add(m.qk_nope_head_dim, m.qk_rope_head_dim);
 }
 
+// GLM-4.5 (transformers models/glm4_moe/modular_glm4_moe.py @ 0e97420):
+// DeepSeek-V3's MoE (Glm4MoeMLP, Glm4MoeTopkRouter with its
+// e_score_correction_bias, shared experts, first_k_dense_replace dense
+// layers, one stored multi-token-prediction layer) under Cohere's
+// attention: q, k, v biased by attention_bias and o_proj never, per-head
+// q/k RMSNorms when use_qk_norm, rotary over partial_rotary_factor (0.5) of
+// each head.
+void read_glm4_moe(const JsonCursor& root, ModelSpec& m) {
+  read_deepseek_moe(root, m);
+  m.router_score_bias = true;
+  m.mtp_layers = optional_count(root, "num_nextn_predict_layers", 0);
+  m.qkv_bias = optional_bool(root, "attention_bias", false);
+  m.o_bias = false;
+  m.qk_norm = optional_bool(root, "use_qk_norm", false) ? QkNorm::per_head : QkNorm::none;
+  double factor = 0.5;
+  if (auto c = root.find("partial_rotary_factor")) {
+    factor = c->non_negative_number();
+    if (factor <= 0.0 || factor > 1.0) c->fail(fmt::format("{} is not a fraction in (0, 1]", factor));
+  }
+  m.rotary_dim = static_cast<std::uint64_t>(static_cast<double>(m.head_dim) * factor);
+  if (m.rotary_dim == 0) root.at("partial_rotary_factor").fail("leaves no rotary dimension");
+}
+
 // Mixture-of-experts keys, as each family's configuration class names them
 // (configuration_mixtral.py, configuration_qwen3_moe.py,
 // configuration_qwen2_moe.py, configuration_olmoe.py,
@@ -480,6 +503,9 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
       m.mtp_layers = optional_count(root, "num_nextn_predict_layers", 0);
       read_mla(root, m);
       break;
+    case ModelType::glm4_moe:
+      read_glm4_moe(root, m);
+      break;
     default:
       return;
   }
@@ -508,6 +534,7 @@ bool reads_llama_style(ModelType t) {
     case ModelType::qwen2_moe:
     case ModelType::olmoe:
     case ModelType::deepseek_v2:
+    case ModelType::glm4_moe:
       return true;
     default:
       return false;

@@ -142,7 +142,10 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
   // transformers generate runs the routed experts through grouped_mm
   // (hf_generate.cpp); latent attention's decompressed cache and gpt-oss's
   // sink attention are not modelled there yet.
-  const bool hf_layers = model.kv_lora_rank == 0 && !model.attention_sinks && !in.adapter;
+  // Dense first layers among MoE ones (DeepSeek, GLM-4.5) are not walked
+  // layer by layer under transformers either.
+  const bool hf_layers =
+      model.kv_lora_rank == 0 && !model.attention_sinks && model.dense_layers == 0 && !in.adapter;
   const bool hf_serving = hf_layers && (!in.mode || in.mode->value == Mode::infer) &&
                           (!in.engine || in.engine->value == Engine::hf);
   // Training with the hf profile: its autograd inventory of grouped_mm
@@ -169,9 +172,9 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
         model.name,
         fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
                     "but budgets for these layers are modelled for Megatron training (--mode train "
-                    "--framework megatron), vLLM serving (--engine vllm) and, without latent attention "
-                    "or attention sinks, transformers generate and training (without adapters) and "
-                    "llama.cpp (--engine llamacpp) only so far",
+                    "--framework megatron), vLLM serving (--engine vllm) and, without latent attention, "
+                    "attention sinks or dense first layers, transformers generate and training (without "
+                    "adapters) and llama.cpp (--engine llamacpp) only so far",
                     model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
                                                     model.experts, model.experts_per_token)
                                       : std::string("multi-head latent attention"),

@@ -232,3 +232,31 @@ TEST_CASE("megatron_gpt: training only, no KV cache; the layer is Korthikanti et
   CHECK(core::total_bytes(dry.layer) == 1812 - 96 - 36 - 72 - 96);
   CHECK(core::total_bytes(dry.model) == 48);
 }
+
+TEST_CASE("glm4_moe: DeepSeek-V3's experts under grouped attention with q/k norms, by hand",
+          "[moe][vllm][megatron][kv:glm4_moe][act:glm4_moe]") {
+  const ModelSpec m = test::model(tiny("glm4_moe", R"("head_dim": 4, "intermediate_size": 12,
+      "moe_intermediate_size": 6, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+      "first_k_dense_replace": 1, "attention_bias": true, "use_qk_norm": true, "partial_rotary_factor": 0.5,
+      "num_nextn_predict_layers": 1, "tie_word_embeddings": false)"));
+  CHECK(m.rotary_dim == 2);
+  CHECK(m.dense_layers == 1);
+  // Per layer: q 64 + bias 8, k and v 32 + 4 each, o 64 (no bias), q/k
+  // norms 4 + 4, two RMSNorms 16 → 232. Layer 0's dense MLP 3·12·8 288;
+  // layer 1's router 32 and correction bias 4, 4 experts of 3·6·8 = 144,
+  // the shared expert 144 → 756. Embedding, untied head 80 each, final
+  // norm 8. A token uses 2 of the 4 experts: 2 · 144 fewer active.
+  const ParameterCount c = count_parameters(m);
+  CHECK(c.total == 80 + 80 + 8 + 2 * 232 + 288 + 756);
+  CHECK(c.active == c.total - 2 * 144);
+  CHECK(c.mtp > 0);  // the stored multi-token-prediction layer, apart
+  // vLLM's page: 16 tokens of K and V of 1 head of 4 in bf16, per layer.
+  CHECK(vllm_page_bytes(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}})) == 16 * 2 * 4 * 2);
+  // Megatron: q 96, k 48, v 48 and the projection's input 96 around the
+  // frame; the routed experts (I_e = 6) and the shared one (2·T·6 144 and
+  // T·6 72), the dense first layer counted as MoE (megatron_activations.cpp).
+  CHECK(core::total_bytes(megatron(m).layer) ==
+        k_megatron_frame + 96 + 48 + 48 + 96 + k_megatron_experts_6 + 144 + 72);
+  // transformers does not walk dense first layers among MoE ones yet.
+  CHECK_THROWS_WITH(test::workload(m, {}), Catch::Contains("dense first layers"));
+}
