@@ -60,6 +60,7 @@ enum class ModelType : std::uint8_t {
   olmoe,         ///< OLMoE: Llama layout, q/k norms over all heads, experts in every layer
   deepseek_v2,   ///< DeepSeek-V2: multi-head latent attention, dense first layers, shared experts
   glm4_moe,      ///< GLM-4.5: DeepSeek-V3's experts and router with grouped attention, q/k norms, half rotary
+  phimoe,        ///< Phi-3.5-MoE: Mixtral's layout with biased LayerNorms and an optional head bias
   bert,          ///< BERT: a bidirectional encoder, post-LN blocks, learned positions and token types
   roberta,       ///< RoBERTa: BERT's modules, positions offset past the padding index
   xlm_roberta,   ///< XLM-RoBERTa: RoBERTa's modules with a larger vocabulary

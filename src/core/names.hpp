@@ -85,6 +85,7 @@ inline constexpr auto k_model_type_names = std::to_array<ModelTypeName>({
     {ModelType::olmoe, "olmoe", "Olmoe", "OlmoeDecoderLayer"},
     {ModelType::deepseek_v2, "deepseek_v2", "DeepseekV2", "DeepseekV2DecoderLayer"},
     {ModelType::glm4_moe, "glm4_moe", "Glm4Moe", "Glm4MoeDecoderLayer"},
+    {ModelType::phimoe, "phimoe", "Phimoe", "PhimoeDecoderLayer"},
     {ModelType::bert, "bert", "Bert", "BertLayer"},
     {ModelType::roberta, "roberta", "Roberta", "RobertaLayer"},
     {ModelType::xlm_roberta, "xlm-roberta", "XLMRoberta", "XLMRobertaLayer"},

@@ -205,6 +205,7 @@ void add_moe(const ModelSpec& m, ParamTensorList& t, ParamScope scope, std::uint
   const auto block = LayerKind::moe;
   switch (m.type) {
     case ModelType::mixtral:
+    case ModelType::phimoe:
       t.push_back(moe(matrix("block_sparse_moe.gate.weight", scope, E, h, count), block));
       t.push_back(moe(matrix("block_sparse_moe.experts.w1.weight", scope, Ie, h, each), per_expert));
       t.push_back(moe(matrix("block_sparse_moe.experts.w3.weight", scope, Ie, h, each), per_expert));

@@ -125,6 +125,7 @@ void read_sliding_window(const JsonCursor& root, ModelSpec& m) {
     switch (m.type) {
       case ModelType::mistral:
       case ModelType::mixtral:
+      case ModelType::phimoe:
       case ModelType::phi3:
         layers = m.num_layers;
         break;
@@ -506,6 +507,18 @@ void read_moe(const JsonCursor& root, ModelSpec& m) {
     case ModelType::glm4_moe:
       read_glm4_moe(root, m);
       break;
+    case ModelType::phimoe:
+      // PhimoeConfig (configuration_phimoe.py @ 040e1a7): Mixtral's experts
+      // of intermediate_size under LayerNorms with biases (h each), q/k/v/o
+      // biases by attention_bias and an output bias by lm_head_bias. Its
+      // sparsemixer routing keeps what a top-k router does not: training
+      // under transformers is refused (resolve.cpp).
+      m.experts = root.at("num_local_experts").positive_integer();
+      m.expert_intermediate = m.intermediate_size;
+      m.norm = NormKind::layer_norm;
+      m.qkv_bias = m.o_bias = optional_bool(root, "attention_bias", false);
+      m.lm_head_bias = optional_bool(root, "lm_head_bias", false);
+      break;
     default:
       return;
   }
@@ -535,6 +548,7 @@ bool reads_llama_style(ModelType t) {
     case ModelType::olmoe:
     case ModelType::deepseek_v2:
     case ModelType::glm4_moe:
+    case ModelType::phimoe:
       return true;
     default:
       return false;

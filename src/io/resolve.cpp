@@ -153,6 +153,11 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
   const bool hf_training_layers = hf_layers && model.experts > 0 && in.mode &&
                                   in.mode->value == Mode::train &&
                                   (!in.framework || in.framework->value == Framework::hf);
+  if (hf_training_layers && model.type == ModelType::phimoe) {
+    conflict(model.name, fmt::format("training {}'s experts under transformers is not modelled yet: what "
+                                     "PhiMoE's sparsemixer router keeps for backward is not derived",
+                                     model.name));
+  }
   const bool autocast = !in.precision || in.precision->value == Precision::amp;  // amp: the hf default
   if (hf_training_layers && autocast) {
     conflict(in.precision ? in.precision->origin : "--precision",

@@ -260,3 +260,32 @@ TEST_CASE("glm4_moe: DeepSeek-V3's experts under grouped attention with q/k norm
   // transformers does not walk dense first layers among MoE ones yet.
   CHECK_THROWS_WITH(test::workload(m, {}), Catch::Contains("dense first layers"));
 }
+
+TEST_CASE("phimoe: Mixtral's experts under biased LayerNorms, served by transformers, by hand",
+          "[moe][kv:phimoe][act:phimoe]") {
+  const ModelSpec m = test::model(tiny("phimoe", R"("head_dim": 4, "intermediate_size": 6,
+      "num_local_experts": 4, "num_experts_per_tok": 2, "attention_bias": true, "lm_head_bias": true,
+      "tie_word_embeddings": false)"));
+  CHECK(m.norm == NormKind::layer_norm);
+  // Per layer: q 64 + 8, k and v 32 + 4 each, o 64 + 8; two LayerNorms
+  // with biases 2·16; router 4·8; 4 experts of 3·6·8 → 216 + 32 + 32 + 576
+  // = 856. Embedding 80, final LayerNorm 16, head 80 and its bias 10.
+  CHECK(count_parameters(m).total == 80 + 2 * 856 + 16 + 90);
+  // One sequence of 3 tokens: K and V of 1 head of 4, bf16, 2 layers.
+  const Workload w = test::workload(m, {{"batch", "1"}, {"seq", "3"}});
+  const Budget b = estimate(m, w);
+  CHECK(test::component(b, Component::kv_cache) == 2 * 2 * 3 * 4 * 2);
+  // Prefill's moment is the MoE block under grouped_mm, as for Qwen3-MoE
+  // (test_moe_families.cpp, the same T = 3, S = 6, I_e = 6): residual and
+  // input 48 + 48, router logits 24, top-k indices 48 and weights 12, the
+  // accumulator 48, routing indices 192, sorted weights 12, gathered rows
+  // 192, gate_up and the product 216, the down outputs 192, histc and
+  // offsets 16 + 16. The attention moment (384) is smaller.
+  const std::uint64_t moe = 48 + 48 + 24 + 48 + 12 + 48 + 192 + 12 + 192 + 216 + 192 + 16 + 16;
+  REQUIRE(b.phases.size() == 3);
+  CHECK(b.phases[1].total ==
+        b.phases[0].total + test::component(b, Component::kv_cache) + test::cublas_workspaces(w) + moe);
+  // Its sparsemixer router's saved tensors are not derived: training is refused.
+  CHECK_THROWS_WITH(test::workload(m, {{"mode", "train"}, {"precision", "pure"}}),
+                    Catch::Contains("sparsemixer"));
+}

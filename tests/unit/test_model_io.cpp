@@ -178,10 +178,10 @@ TEST_CASE("an architecture vramcalc does not read gets no look-alike suggestion"
     }
     return std::string("accepted");
   };
-  // phimoe is not phi3 or phi, llama4 is not llama, qwen3_next is not qwen3,
+  // granitemoe is not granite, llama4 is not llama, qwen3_next is not qwen3,
   // jamba is not mamba, glm4v is not glm4, voxtral is not mixtral; minicpmv
   // (remote code) is not minicpm.
-  for (const char* other : {"phimoe", "llama4", "qwen3_next", "jamba", "glm4v", "voxtral", "minicpmv"}) {
+  for (const char* other : {"granitemoe", "llama4", "qwen3_next", "jamba", "glm4v", "voxtral", "minicpmv"}) {
     INFO(other);
     CHECK_THAT(message(other), Catch::Contains("does not model yet") && !Catch::Contains("did you mean"));
   }
