@@ -27,19 +27,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!fuzz::input_boundary("parse_model", [&] { model = parse_model(text, "config.json", "config"); })) {
     return 0;
   }
-  // A hybrid's MoE blocks and a quantized state-space model or
-  // encoder-decoder are counted, and their plans refused with a message
-  // for now.
+  // A hybrid's MoE blocks, MoE layers after dense first ones (GLM-4.5,
+  // which transformers' layer walk does not model yet) and a quantized
+  // state-space model or encoder-decoder are counted, and their plans under
+  // the defaults refused with a message for now.
   const bool quantized = model->checkpoint_quant.kind != QuantKind::none;
   const bool ssm_refused = model->ssm.kind != StateSpace::none && (model->ssm.moe_layers > 0 || quantized);
   const bool seq2seq_refused = model->seq2seq.encoder_layers > 0 && quantized;
-  if (model->kv_lora_rank > 0 || model->attention_sinks || ssm_refused || seq2seq_refused) {
+  const bool dense_first = model->experts > 0 && model->dense_layers > 0;
+  if (model->kv_lora_rank > 0 || model->attention_sinks || ssm_refused || seq2seq_refused || dense_first) {
     try {
       (void)count_parameters(*model);
       (void)resolve(*model, WorkloadInput{});
       fuzz::finding("resolve",
-                    "planned an MLA, attention-sink, hybrid-MoE or quantized state-space or "
-                    "encoder-decoder model under transformers, which the input boundary should refuse");
+                    "planned an MLA, attention-sink, hybrid-MoE, dense-first MoE or quantized "
+                    "state-space or encoder-decoder model under transformers, which the input boundary "
+                    "should refuse");
     } catch (const InputError&) {
       return 0;  // refused with a message, as documented
     } catch (const std::exception& e) {
