@@ -1,10 +1,9 @@
 // A checkpoint's own weight format: config.json's quantization_config read
 // into the model, planned when serving unless --quant says otherwise, and
 // dequantized for training.
+#include <algorithm>
 #include <fstream>
 #include <string>
-
-#include <algorithm>
 
 #include <catch2/catch.hpp>
 
