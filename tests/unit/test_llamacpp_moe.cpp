@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/states.hpp"
+#include "gguf_writer.hpp"
 #include "helpers.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/io.hpp"
@@ -226,67 +227,11 @@ TEST_CASE("llama.cpp MoE: the compute buffer holds one MoE layer's experts", "[l
   CHECK(test::component(b, Component::transient) == 6'836'224);
 }
 
-namespace {
-
-// A GGUF v3 file (ggml/include/gguf.h): metadata, tensor infos, zeroed data
-// at 32-byte aligned offsets; as tests/unit/test_gguf.cpp writes one.
-void le(std::string& s, std::uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void str(std::string& s, std::string_view v) {
-  le(s, v.size(), 8);
-  s += v;
-}
-
-struct Writer {
-  std::string kv, infos;
-  std::uint64_t n_kv = 0, n_tensors = 0, data = 0;
-  void u32(std::string_view key, std::uint32_t v) {
-    str(kv, key);
-    le(kv, 4, 4);
-    le(kv, v, 4);
-    ++n_kv;
-  }
-  void text(std::string_view key, std::string_view v) {
-    str(kv, key);
-    le(kv, 8, 4);
-    str(kv, v);
-    ++n_kv;
-  }
-  // type: 0 F32, 12 Q4_K, 14 Q6_K (ggml.h enum ggml_type).
-  void tensor(std::string_view name, std::vector<std::uint64_t> ne, std::uint32_t type) {
-    str(infos, name);
-    le(infos, ne.size(), 4);
-    std::uint64_t elements = 1;
-    for (const std::uint64_t n : ne) {
-      le(infos, n, 8);
-      elements *= n;
-    }
-    le(infos, type, 4);
-    le(infos, data, 8);
-    const std::uint64_t bytes = type == 0 ? elements * 4 : elements / 256 * (type == 12 ? 144 : 210);
-    data += (bytes + 31) / 32 * 32;
-    ++n_tensors;
-  }
-  void write(const fs::path& p) const {
-    std::string out = "GGUF";
-    le(out, 3, 4);
-    le(out, n_tensors, 8);
-    le(out, n_kv, 8);
-    out += kv + infos;
-    out.resize((out.size() + 31) / 32 * 32, '\0');
-    out.resize(out.size() + data, '\0');
-    std::ofstream(p, std::ios::binary) << out;
-  }
-};
-
-}  // namespace
-
 TEST_CASE("llama.cpp MoE: a Qwen3-MoE GGUF file's 3-D expert tensors", "[llamacpp][moe][gguf]") {
   // qwen3moe: h 256, 2 blocks, 4 heads and 2 KV heads of 64, 4 experts of
   // width 512, 2 per token, vocab 320; Q4_K_M-like types: attn_v Q6_K in
   // block 0 only, ffn_down_exps and output Q6_K.
-  Writer w;
+  test::GgufWriter w;
   w.text("general.architecture", "qwen3moe");
   w.u32("general.file_type", 15);
   for (const auto& [k, v] :
