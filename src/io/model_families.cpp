@@ -17,6 +17,17 @@
 
 namespace vramcalc::io {
 
+// A partial rotary over `factor` of head_dim: int(head_dim · factor), as the
+// rotary modules compute it (GPTNeoXRotaryEmbedding, Phi, StableLM, GLM).
+std::uint64_t rotary_of(const JsonCursor& root, std::string_view key, double factor, std::uint64_t head_dim) {
+  if (auto c = root.find(key)) {
+    factor = c->non_negative_number();
+    if (factor <= 0.0 || factor > 1.0) c->fail(fmt::format("{} is not a fraction in (0, 1]", factor));
+  }
+  const auto dims = static_cast<std::uint64_t>(std::floor(static_cast<double>(head_dim) * factor));
+  return dims >= head_dim ? 0 : dims;  // 0: the whole head
+}
+
 std::uint64_t divide_heads(const JsonCursor& root, std::string_view key, std::uint64_t width,
                            std::uint64_t heads) {
   if (width % heads != 0) {
@@ -56,17 +67,6 @@ void read_standard_dims(const JsonCursor& root, ModelSpec& m, std::uint64_t head
   if (auto act = root.find("hidden_act")) m.activation = read_activation(*act);
   m.tie_word_embeddings = optional_bool(root, "tie_word_embeddings", false);
   m.attention_dropout = optional_probability(root, "attention_dropout");
-}
-
-// A partial rotary over `factor` of head_dim: int(head_dim · factor), as the
-// rotary modules compute it (GPTNeoXRotaryEmbedding, Phi, StableLM, GLM).
-std::uint64_t rotary_of(const JsonCursor& root, std::string_view key, double factor, std::uint64_t head_dim) {
-  if (auto c = root.find(key)) {
-    factor = c->non_negative_number();
-    if (factor <= 0.0 || factor > 1.0) c->fail(fmt::format("{} is not a fraction in (0, 1]", factor));
-  }
-  const auto dims = static_cast<std::uint64_t>(std::floor(static_cast<double>(head_dim) * factor));
-  return dims >= head_dim ? 0 : dims;  // 0: the whole head
 }
 
 // Every `period`-th layer is global, the others slide (Gemma 3: 6, Cohere 2

@@ -442,13 +442,7 @@ void read_glm4_moe(const JsonCursor& root, ModelSpec& m) {
   m.qkv_bias = optional_bool(root, "attention_bias", false);
   m.o_bias = false;
   m.qk_norm = optional_bool(root, "use_qk_norm", false) ? QkNorm::per_head : QkNorm::none;
-  double factor = 0.5;
-  if (auto c = root.find("partial_rotary_factor")) {
-    factor = c->non_negative_number();
-    if (factor <= 0.0 || factor > 1.0) c->fail(fmt::format("{} is not a fraction in (0, 1]", factor));
-  }
-  m.rotary_dim = static_cast<std::uint64_t>(static_cast<double>(m.head_dim) * factor);
-  if (m.rotary_dim == 0) root.at("partial_rotary_factor").fail("leaves no rotary dimension");
+  m.rotary_dim = rotary_of(root, "partial_rotary_factor", 0.5, m.head_dim);  // Glm4MoeConfig's 0.5
 }
 
 // Mixture-of-experts keys, as each family's configuration class names them

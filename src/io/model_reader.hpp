@@ -44,6 +44,10 @@ void read_t5(const JsonCursor& root, ModelSpec& m);
 void read_bart(const JsonCursor& root, ModelSpec& m);
 void read_whisper(const JsonCursor& root, ModelSpec& m);
 
+/// The rotary dimensions of a partial rotary over `key`'s fraction of
+/// head_dim (`factor` when absent); 0 for the whole head.
+[[nodiscard]] std::uint64_t rotary_of(const JsonCursor& root, std::string_view key, double factor,
+                                      std::uint64_t head_dim);
 /// `width` / `heads`, or an InputError at `key` when they do not divide.
 [[nodiscard]] std::uint64_t divide_heads(const JsonCursor& root, std::string_view key, std::uint64_t width,
                                          std::uint64_t heads);
