@@ -318,8 +318,8 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
     resolve_seq2seq_lengths(model, r, in);
   } else if (in.max_new_tokens) {
     conflict(in.max_new_tokens->origin,
-             fmt::format("--max-new-tokens applies to encoder-decoder models (T5, BART, Whisper) so far; for "
-                         "{}, --seq is the prompt and the output together",
+             fmt::format("only encoder-decoder models (T5, BART, Whisper) take a separate output length so "
+                         "far; for {}, --seq is the prompt and the output together",
                          model.name));
   }
   if (model.seq2seq.encoder_layers == 0 && model.positions == Positions::learned && w.seq > positions) {

@@ -183,6 +183,25 @@ TEST_CASE("encoder-decoders: lengths, defaults and what stays refused", "[seq2se
   test::check_rejects(t5, {{"quant", "bnb-nf4"}}, "--quant", "not modelled yet");
   test::check_rejects(t5, {{"kv_dtype", "fp8"}}, "--kv_dtype", "EncoderDecoderCache");
   test::check_rejects(t5, {{"attention", "flash"}}, "--attention", "eager attention only");
+  // Config values that leave nothing to encode or generate, named by key.
+  const auto refused = [](const std::string& json, const std::string& where) {
+    try {
+      (void)test::model(json);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(e.where() == where);
+    }
+  };
+  refused(test::with(k_t5, "\"n_positions\": 16", "\"n_positions\": 0"), "tiny.json: /n_positions");
+  refused(test::with(k_t5, "\"n_positions\": 16", "\"n_positions\": 16, \"max_length\": 1"),
+          "tiny.json: /max_length");
+  refused(test::with(k_bart, "\"max_position_embeddings\": 6", "\"max_position_embeddings\": 1"),
+          "tiny.json: /max_position_embeddings");
+  refused(test::with(k_whisper, "\"num_mel_bins\": 3", "\"num_mel_bins\": 0"), "tiny.json: /num_mel_bins");
+  refused(test::with(k_whisper, "\"max_target_positions\": 6", "\"max_target_positions\": 1"),
+          "tiny.json: /max_target_positions");
+  refused(test::with(k_bart, "\"decoder_attention_heads\": 2", "\"decoder_attention_heads\": 3"),
+          "tiny.json: /decoder_attention_heads");
   // A decoder has no separate output length.
   const ModelSpec llama = test::model(test::k_tiny_llama);
   test::check_rejects(llama, {{"max_new_tokens", "4"}}, "--max_new_tokens", "encoder-decoder");
