@@ -70,6 +70,7 @@ struct WorkloadInput {
   std::optional<Given<std::uint64_t>> grad_accum;
   std::optional<Given<std::uint64_t>> seq;
   std::optional<Given<std::uint64_t>> max_new_tokens;
+  std::optional<Given<std::uint64_t>> prompt_len;
   std::optional<Given<DType>> dtype;
   std::optional<Given<DType>> kv_dtype;
   std::optional<Given<GgufType>> kv_block;  ///< --kv-dtype q8_0 and the other ggml block types

@@ -314,9 +314,14 @@ struct Workload {
   /// the first backward through the next forward passes.
   std::uint64_t grad_accum = 1;
   std::uint64_t seq = 0;  ///< sequence length (train) or context length (infer)
-  /// An encoder-decoder's generated tokens, which its decoder's self-attention
-  /// cache holds at the end (--seq is then the encoder's input); 0 otherwise.
+  /// Generated tokens: an encoder-decoder's, which its decoder's self-attention
+  /// cache holds at the end (--seq is then the encoder's input); a decoder's
+  /// after a --prompt-len prompt. 0 when neither is given.
   std::uint64_t max_new_tokens = 0;
+  /// Serving: the prompt's tokens, prefilled at once, when shorter than the
+  /// context (--prompt-len; the prompt and max_new_tokens fit in --seq).
+  /// 0: the whole context is the prompt.
+  std::uint64_t prompt_len = 0;
   DType dtype = DType::bf16;     ///< weights (infer) or compute dtype (train)
   DType kv_dtype = DType::bf16;  ///< KV cache elements
   Quant quant;                   ///< serving: how the checkpoint stores its weights
@@ -362,6 +367,18 @@ struct Workload {
   /// 0 when --overhead gives the whole overhead.
   std::uint64_t cublas_workspace = 0;
 };
+
+/// The tokens a serving plan prefills at once: --prompt-len, or the whole
+/// context.
+[[nodiscard]] inline std::uint64_t prompt_tokens(const Workload& w) {
+  return w.prompt_len > 0 ? w.prompt_len : w.seq;
+}
+
+/// The length a growing cache reaches: the prompt and the generated tokens
+/// when --prompt-len is given (at most --seq), else the whole context.
+[[nodiscard]] inline std::uint64_t final_length(const Workload& w) {
+  return w.prompt_len > 0 ? w.prompt_len + w.max_new_tokens : w.seq;
+}
 
 [[nodiscard]] std::string_view name_of(Mode m);
 [[nodiscard]] std::string_view name_of(Precision p);

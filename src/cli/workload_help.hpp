@@ -40,8 +40,13 @@ inline constexpr FlagHelp k_flag_help[] = {
      "sequence length (train) or context length (infer); an encoder-decoder's input to its encoder "
      "(default min(4096, the model's max_position_embeddings); T5 its n_positions, Whisper 1500: 30 s)"},
     {"max_new_tokens",
-     "an encoder-decoder's (T5, BART, Whisper) generated tokens, which its decoder caches (default the "
-     "config's max_length - 1: 19 under GenerationConfig's default, 447 for Whisper)"},
+     "tokens generated after the prompt: a decoder's with --prompt-len (default --seq minus the prompt), an "
+     "encoder-decoder's (T5, BART, Whisper), which its decoder caches (default the config's max_length - 1: "
+     "19 under GenerationConfig's default, 447 for Whisper)"},
+    {"prompt_len",
+     "--engine hf: the prompt's tokens, prefilled at once; with --max-new-tokens they fit in --seq, the "
+     "context (default --seq minus --max-new-tokens, else all of it; --seq defaults to their sum when both "
+     "are given). A dynamic cache grows to prompt + new tokens, a static one is --seq long from the start"},
     {"dtype",
      "fp32 | bf16 | fp16 | fp8: weights when serving, compute dtype when training (default bf16; "
      "fp8 is serving only)"},

@@ -27,7 +27,7 @@ struct Symbols {
 // The value of one symbol of the expressions (docs/formulas.md, "Symbols"),
 // in the context of a leaf (`leaf_id` tells prefill from decode).
 std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, std::string_view leaf_id) {
-  const bool decode = leaf_id.starts_with("decode.");
+  const bool decode = leaf_id.starts_with("decode.") || leaf_id.starts_with("draft.decode.");
   if (x.m.ssm.kind != StateSpace::none) {
     // A state-space mixer's symbols (docs/formulas.md, "Recurrent state").
     const SsmShape& s = x.m.ssm;
@@ -50,8 +50,15 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   }
   if (name == "b") return x.w.batch;
   if (name == "s") return x.w.seq;
-  if (name == "t") return decode ? 1 : x.w.seq;  // new tokens: the prompt, or one
-  if (name == "c") return x.w.seq;               // positions attended over
+  if (name == "t") return decode ? 1 : prompt_tokens(x.w);  // new tokens: the prompt, or one
+  if (name == "p") return prompt_tokens(x.w);
+  if (name == "n") return x.w.max_new_tokens;
+  if (name == "c") {
+    // Positions attended over: a static cache's whole length; a dynamic
+    // cache's prompt at the prefill, its final length at decode.
+    if (x.w.mode != Mode::infer || x.w.engine_config.hf.cache == CacheImpl::fixed) return x.w.seq;
+    return decode ? final_length(x.w) : prompt_tokens(x.w);
+  }
   if (name == "h") return x.m.hidden_size;
   if (name == "a") return x.m.num_attention_heads;
   if (name == "k") return x.m.num_key_value_heads;

@@ -4,6 +4,8 @@
 #include "io/resolve.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -305,6 +307,57 @@ void resolve_seq2seq_lengths(const ModelSpec& model, PlanRequest& r, const Workl
   }
 }
 
+// A decoder's prompt and output lengths when serving (--prompt-len,
+// --max-new-tokens): each defaults to what the other leaves of --seq, and
+// together they fit in it. Neither given: the whole context is the prompt.
+void resolve_prompt_lengths(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  Workload& w = r.workload;
+  if (!in.prompt_len && !in.max_new_tokens) return;
+  const auto& first = in.prompt_len ? in.prompt_len : in.max_new_tokens;
+  if (w.mode == Mode::train) {
+    conflict(first->origin, "prompt and output lengths apply to serving (--mode infer); training has --seq");
+  }
+  if (model.encoder_only) {
+    conflict(first->origin,
+             fmt::format("{} is an encoder: it generates nothing, and --seq is its whole input", model.name));
+  }
+  const std::string seq_origin = in.seq ? in.seq->origin : std::string("--seq, by default");
+  if (in.prompt_len && in.max_new_tokens) {
+    const std::uint64_t P = in.prompt_len->value;
+    const std::uint64_t N = in.max_new_tokens->value;
+    if (P > std::numeric_limits<std::uint64_t>::max() - N)
+      conflict(in.max_new_tokens->origin, "the prompt and the new tokens exceed 64 bits");
+    if (!in.seq) {
+      // generate's max_length is the prompt plus max_new_tokens, and a
+      // static cache's max_cache_len follows it
+      // (generation/utils.py _prepare_generated_length).
+      w.seq = P + N;
+    } else if (P + N > w.seq) {
+      conflict(in.max_new_tokens->origin,
+               fmt::format("a {}-token prompt and {} new tokens exceed the {}-token context ({})", P, N,
+                           w.seq, seq_origin));
+    }
+    w.prompt_len = P;
+    w.max_new_tokens = N;
+  } else if (in.prompt_len) {
+    if (in.prompt_len->value > w.seq) {
+      conflict(in.prompt_len->origin,
+               fmt::format("a {}-token prompt exceeds the {}-token context ({}){}", in.prompt_len->value,
+                           w.seq, seq_origin, in.seq ? "" : "; raise --seq"));
+    }
+    w.prompt_len = in.prompt_len->value;
+    w.max_new_tokens = w.seq - w.prompt_len;
+  } else {
+    if (in.max_new_tokens->value >= w.seq) {
+      conflict(in.max_new_tokens->origin,
+               fmt::format("{} new tokens leave no prompt in the {}-token context ({}){}",
+                           in.max_new_tokens->value, w.seq, seq_origin, in.seq ? "" : "; raise --seq"));
+    }
+    w.max_new_tokens = in.max_new_tokens->value;
+    w.prompt_len = w.seq - w.max_new_tokens;
+  }
+}
+
 // The shape of the work: batch, sequence, dtype, attention and dp.
 void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
   Workload& w = r.workload;
@@ -316,14 +369,15 @@ void resolve_shape(const ModelSpec& model, PlanRequest& r, const WorkloadInput& 
   w.seq = pick(r, in.seq, no_length ? 4096 : std::min<std::uint64_t>(4096, positions), "seq");
   if (model.seq2seq.encoder_layers > 0) {
     resolve_seq2seq_lengths(model, r, in);
-  } else if (in.max_new_tokens) {
-    conflict(in.max_new_tokens->origin,
-             fmt::format("only encoder-decoder models (T5, BART, Whisper) take a separate output length so "
-                         "far; for {}, --seq is the prompt and the output together",
-                         model.name));
+    if (in.prompt_len) {
+      conflict(in.prompt_len->origin,
+               fmt::format("{} is an encoder-decoder: its prompt is the encoder's input, --seq", model.name));
+    }
+  } else {
+    resolve_prompt_lengths(model, r, in);
   }
   if (model.seq2seq.encoder_layers == 0 && model.positions == Positions::learned && w.seq > positions) {
-    conflict(in.seq->origin,
+    conflict(in.seq ? in.seq->origin : std::string("--prompt-len"),
              fmt::format("{} exceeds the {} positions of {}'s learned position embeddings{}", w.seq,
                          positions, model.name,
                          model.position_offset > 0
@@ -415,6 +469,16 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
              fmt::format("{} is a GGUF file, which vramcalc plans under llama.cpp (the default for it); for "
                          "another engine give --quant with the weight format it serves",
                          model.name));
+  }
+  if (w.prompt_len > 0 && w.engine != Engine::hf) {
+    // llama.cpp and vLLM allocate their cache and buffers for the whole
+    // context before any request comes.
+    const auto& given = in.prompt_len ? in.prompt_len : in.max_new_tokens;
+    conflict(
+        given->origin,
+        fmt::format("--engine {} allocates its KV cache and buffers for the whole context (--seq) at start, "
+                    "whatever the prompt; prompt and output lengths apply to --engine hf",
+                    name_of(w.engine)));
   }
   resolve_llamacpp(model, w, in);
   resolve_generate(r, in);

@@ -178,6 +178,7 @@ constexpr WorkloadKey k_keys[] = {
     field<&In::grad_accum, parse_positive>("grad_accum", "--grad-accum", positive_integer),
     field<&In::seq, parse_positive>("seq", "--seq", positive_integer),
     field<&In::max_new_tokens, parse_positive>("max_new_tokens", "--max-new-tokens", positive_integer),
+    field<&In::prompt_len, parse_positive>("prompt_len", "--prompt-len", positive_integer),
     field<&In::dtype, parse_in<k_dtypes>>("dtype", "--dtype", string),
     {"kv_dtype", "--kv-dtype", string, &set_kv_dtype, &take_kv_dtype},
     field<&In::precision, parse_in<k_precisions>>("precision", "--precision", string),

@@ -147,7 +147,9 @@ std::string workload_line(const Workload& w, const ModelShape& m) {
   }
   if (w.mode == Mode::infer) {
     return fmt::format(
-        "infer, batch {} × context {}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}", w.batch, w.seq,
+        "infer, batch {} × context {}{}, weights {}, KV cache {}{}, {} ({} attention){}, dp {}", w.batch,
+        w.seq,
+        w.prompt_len > 0 ? fmt::format(" (prompt {} + {} new tokens)", w.prompt_len, w.max_new_tokens) : "",
         w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
         w.engine == Engine::hf ? fmt::format(" ({})", name_of(w.engine_config.hf.cache)) : "",
         name_of(w.engine), name_of(w.attention), w.draft ? fmt::format(", draft {}", w.draft->name) : "",

@@ -81,6 +81,7 @@ json workload_json(const PlanResult& p) {
   j["grad_accum"] = train ? json(w.grad_accum) : json(nullptr);
   j["seq"] = w.seq;
   j["max_new_tokens"] = w.max_new_tokens > 0 ? json(w.max_new_tokens) : json(nullptr);
+  j["prompt_len"] = w.prompt_len > 0 ? json(w.prompt_len) : json(nullptr);
   j["dtype"] = std::string(name_of(w.dtype));
   j["kv_dtype"] = train ? json(nullptr) : json(render_detail::kv_text(w));
   j["engine"] = train ? json(nullptr) : json(std::string(name_of(w.engine)));

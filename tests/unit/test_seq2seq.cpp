@@ -202,7 +202,6 @@ TEST_CASE("encoder-decoders: lengths, defaults and what stays refused", "[seq2se
           "tiny.json: /max_target_positions");
   refused(test::with(k_bart, "\"decoder_attention_heads\": 2", "\"decoder_attention_heads\": 3"),
           "tiny.json: /decoder_attention_heads");
-  // A decoder has no separate output length.
-  const ModelSpec llama = test::model(test::k_tiny_llama);
-  test::check_rejects(llama, {{"max_new_tokens", "4"}}, "--max_new_tokens", "encoder-decoder");
+  // Its prompt is the encoder's input.
+  test::check_rejects(t5, {{"prompt_len", "4"}}, "--prompt_len", "encoder's input");
 }

@@ -3,6 +3,8 @@
 // the whole prompt prefilled at once, then one token at a time; with a
 // draft model, assisted generation.
 #include <algorithm>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -97,6 +99,31 @@ std::uint64_t ffn_working_tensors(const ModelSpec& m) {
   return 2;
 }
 
+// The 4-D mask transformers builds once per forward and every layer reads
+// (masking_utils.py create_causal_mask, sdpa_mask, eager_mask @ 00c4411):
+// generate passes an attention mask, so it is (b, 1, t, c). Eager
+// attention always gets one, 0/−inf in the compute dtype; SDPA (the
+// default attn_implementation) only where is_causal can't stand for it:
+// several new tokens over a longer context, a static cache's prefill
+// (_ignore_causal_mask_sdpa). flash_attention_2 builds none; an encoder's
+// bidirectional mask is not counted.
+void add_causal_mask(std::initializer_list<Inventory*> scopes, const ModelSpec& m, const Workload& w,
+                     std::uint64_t tokens, std::uint64_t context, std::string_view phase) {
+  if (m.encoder_only) return;
+  const bool eager = w.attention == AttentionImpl::eager;
+  if (!eager && (tokens == 1 || context == tokens)) return;
+  for (Inventory* inv : scopes) {
+    inv->add(checked_product(w.batch, tokens, context), eager ? dtypes_of(w).compute : DType::boolean, [&] {
+      return EntryText{cat(phase, ".causal_mask"),
+                       eager ? "the causal mask, 0 or −inf for each query and key"
+                             : "SDPA's boolean causal mask: the new tokens do not span the context",
+                       "b·t·c",
+                       eager ? "transformers masking_utils.py @ 00c4411 eager_mask"
+                             : "transformers masking_utils.py @ 00c4411 sdpa_mask, _ignore_causal_mask_sdpa"};
+    });
+  }
+}
+
 // The largest working set of one decoder layer under no_grad for `tokens`
 // new tokens attending over `context` positions (Hugging Face generate,
 // dynamic or static cache): tensors alive together at the worst moment of
@@ -152,6 +179,7 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
         "2·b·t·(a+k)·d");
   }
   add(attn, ".attn_out", "attention output", q, c, "b·t·a·d");
+  add_causal_mask({&attn, &mlp}, m, w, tokens, context, phase);
   // DynamicCache.update grows each layer's K and V with torch.cat: while
   // the longer tensor is written, the previous one (context − 1 positions)
   // is still alive, first for K, then for V (transformers cache_utils.py
@@ -202,52 +230,97 @@ Inventory inference_working_set(const ModelSpec& m, const Workload& w, std::uint
 
 namespace {
 
-// Whether a sliding-window layer of transformers' DynamicCache holds the
-// whole prompt at the peak: DynamicSlidingWindowLayer.update keeps its
-// last window − 1 positions as a slice of the concatenated K and V
-// (transformers cache_utils.py @ 004999d), a view that holds the prefilled
-// prompt's storage until the layer's first decode step, after the prefill
-// and the first step's start, the plan's worst moments. StaticCache
-// copies the window into tensors of min(window, context) positions.
-bool hf_window_pins_prompt(const Workload& w) {
-  return w.engine_config.hf.cache == CacheImpl::dynamic;
+// The tokens each kind of layer of transformers' cache holds at one moment,
+// with the expressions that give them (docs/formulas.md, "KV cache").
+struct CacheSpan {
+  std::uint64_t full = 0;     // full-attention layers
+  std::uint64_t sliding = 0;  // sliding-window layers
+  // The sliding layers' window is a view of the prefilled prompt, which
+  // stays whole until their first decode step.
+  bool pinned = false;
+  std::string_view full_expr;
+  std::string_view sliding_expr;
+};
+
+// Which moment of generate a span is taken at.
+enum class CacheMoment : std::uint8_t { prefill, peak };
+
+// transformers' cache of `m` at `at` (docs/formulas.md, "KV cache"):
+//  * StaticCache: --seq positions from the start (min(window, --seq) on a
+//    sliding layer: StaticSlidingWindowLayer).
+//  * DynamicCache: grows by torch.cat. A sliding layer keeps its last
+//    window − 1 positions as a slice of the concatenated K and V
+//    (DynamicSlidingWindowLayer.update, cache_utils.py @ 004999d), a view
+//    that holds the prefilled prompt's storage until the layer's first
+//    decode step. After the prefill every layer holds the prompt p; the
+//    cache is largest at the first decode step (full layers p + 1, sliding
+//    ones the pinned prompt) or the last (p + n, and the window), whichever
+//    holds more. Without --prompt-len the prompt is the whole context.
+CacheSpan hf_cache_span(const ModelSpec& m, const Workload& w, CacheMoment at) {
+  if (w.engine_config.hf.cache == CacheImpl::fixed) {
+    return {w.seq, std::min(w.seq, m.sliding_window), false, "s", "min(s, window)"};
+  }
+  if (w.prompt_len == 0) return {w.seq, w.seq, true, "s", "s"};
+  const std::uint64_t p = w.prompt_len;
+  const std::uint64_t end = final_length(w);
+  if (at == CacheMoment::prefill) return {p, p, true, "p", "p"};
+  const CacheSpan first{std::min(p + 1, end), p, true, end > p ? "(p + 1)" : "p", "p"};
+  const CacheSpan last{end, std::min(end, m.sliding_window), false, "(p + n)", "min(window, p + n)"};
+  if (m.sliding_window_layers == 0) return last;
+  const std::uint64_t full_layers = m.num_layers - m.sliding_window_layers;
+  auto tokens = [&](const CacheSpan& c) {
+    return checked_add(checked_mul(full_layers, c.full), checked_mul(m.sliding_window_layers, c.sliding));
+  };
+  return tokens(first) > tokens(last) ? first : last;
 }
 
-// The cache of transformers' generate for `m`: K and V per layer for the
-// whole context, or the window on sliding-window layers.
-void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, std::string_view id_prefix,
-                     std::string_view label_prefix) {
+// The cache of transformers' generate for `m` over `span`: K and V per
+// layer.
+void hf_cache_leaves(Branch& kv, const ModelSpec& m, const Workload& w, const CacheSpan& span,
+                     std::string_view id_prefix, std::string_view label_prefix) {
   const std::uint64_t per_token = bytes_for(checked_product(2, hf_cache_heads(m), m.head_dim), w.kv_dtype);
   const std::uint64_t full = m.num_layers - m.sliding_window_layers;
+  auto expr = [](std::string_view tokens) { return fmt::format("2·b·{}·k·d × KV bytes", tokens); };
   if (full > 0) {
-    kv.leaf(checked_product(per_token, w.seq, w.batch), full, [&] {
-      return LeafText{
-          cat(id_prefix, "full_attention_layers"),
-          cat(label_prefix, "full-attention layers: K and V for the whole context"), "2·b·s·k·d × KV bytes",
-          "transformers cache_utils.py StaticCache; vLLM kv_cache_interface.py FullAttentionSpec"};
+    kv.leaf(checked_product(per_token, span.full, w.batch), full, [&] {
+      return LeafText{cat(id_prefix, "full_attention_layers"),
+                      cat(label_prefix, span.full_expr == "s"
+                                            ? "full-attention layers: K and V for the whole context"
+                                            : "full-attention layers: K and V of the prompt and the tokens "
+                                              "generated so far"),
+                      expr(span.full_expr),
+                      "transformers cache_utils.py StaticCache, DynamicLayer; vLLM kv_cache_interface.py "
+                      "FullAttentionSpec"};
     });
   }
-  if (m.sliding_window_layers > 0 && hf_window_pins_prompt(w)) {
-    kv.leaf(checked_product(per_token, w.seq, w.batch), m.sliding_window_layers, [&] {
+  if (m.sliding_window_layers == 0) return;
+  kv.leaf(checked_product(per_token, span.sliding, w.batch), m.sliding_window_layers, [&] {
+    if (span.pinned) {
       return LeafText{cat(id_prefix, "sliding_window_layers"),
                       fmt::format("{}sliding-window layers: their {}-token window is a view of the prefilled "
                                   "K and V, which stay whole until the first decode step",
                                   label_prefix, m.sliding_window),
-                      "2·b·s·k·d × KV bytes",
+                      expr(span.sliding_expr),
                       "transformers cache_utils.py @ 004999d DynamicSlidingWindowLayer.update (a slice of "
                       "torch.cat's result)"};
-    });
-  } else if (m.sliding_window_layers > 0) {
-    kv.leaf(checked_product(per_token, std::min(w.seq, m.sliding_window), w.batch), m.sliding_window_layers,
-            [&] {
-              return LeafText{cat(id_prefix, "sliding_window_layers"),
-                              fmt::format("{}sliding-window layers: K and V for at most {} tokens",
-                                          label_prefix, m.sliding_window),
-                              "2·b·min(s, window)·k·d × KV bytes",
-                              "transformers cache_utils.py StaticSlidingWindowLayer (min(window, "
-                              "max_cache_len) positions)"};
-            });
-  }
+    }
+    return LeafText{
+        cat(id_prefix, "sliding_window_layers"),
+        fmt::format("{}sliding-window layers: K and V for at most {} tokens", label_prefix, m.sliding_window),
+        expr(span.sliding_expr),
+        w.engine_config.hf.cache == CacheImpl::fixed
+            ? "transformers cache_utils.py StaticSlidingWindowLayer (min(window, max_cache_len) positions)"
+            : "transformers cache_utils.py @ 004999d DynamicSlidingWindowLayer.update (window − 1 positions "
+              "and the new token)"};
+  });
+}
+
+// The bytes of the target's and the draft's caches at `at`.
+std::uint64_t hf_cache_bytes(const ModelSpec& m, const Workload& w, CacheMoment at) {
+  Branch kv(Detail::totals);
+  hf_cache_leaves(kv, m, w, hf_cache_span(m, w, at), "", "");
+  if (w.draft) hf_cache_leaves(kv, *w.draft, w, hf_cache_span(*w.draft, w, at), "", "");
+  return kv.tally().bytes;
 }
 
 // Assisted generation: the draft model beside the target, unquantized in
@@ -284,59 +357,90 @@ Moments hf_encode(Builder& out, const ModelSpec& m, const Workload& w) {
   return moments;
 }
 
+// The words for generate's cache (the kv_cache component's assumption).
+std::string hf_cache_text(const ModelSpec& m, const Workload& w, const CacheSpan& span) {
+  const bool fixed = w.engine_config.hf.cache == CacheImpl::fixed;
+  std::string what;
+  if (w.prompt_len == 0) {
+    what = fmt::format("{} of {} tokens", fixed ? "StaticCache" : "DynamicCache grown to its full context",
+                       w.seq);
+  } else if (fixed) {
+    what = fmt::format("StaticCache of {} tokens, allocated whole for a {}-token prompt and {} new tokens",
+                       w.seq, w.prompt_len, w.max_new_tokens);
+  } else {
+    what = fmt::format("DynamicCache of a {}-token prompt and {} new tokens, at its largest{}", w.prompt_len,
+                       w.max_new_tokens,
+                       m.sliding_window_layers == 0 ? std::string()
+                       : span.pinned                ? std::string(" (the first decode step)")
+                                                    : std::string(" (the last decode step)"));
+  }
+  std::string sliding;
+  if (m.sliding_window_layers > 0 && span.pinned) {
+    sliding = fmt::format(
+        ", {} sliding-window layers hold the whole prompt until the first decode step (their {}-token window "
+        "is a view of it); --cache static holds the window only",
+        m.sliding_window_layers, m.sliding_window);
+  } else if (m.sliding_window_layers > 0) {
+    sliding = fmt::format(", {} sliding-window layers hold at most {} tokens", m.sliding_window_layers,
+                          m.sliding_window);
+  }
+  return fmt::format("{} × {} sequences in {}{}{}", what, w.batch, name_of(w.kv_dtype), sliding,
+                     m.kv_expanded_per_query_head
+                         ? fmt::format(", K and V of each of the {} groups copied to all {} query heads "
+                                       "(transformers FalconAttention._split_heads)",
+                                       m.num_key_value_heads, m.num_attention_heads)
+                         : "");
+}
+
 Moments hf_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t /*vocab*/) {
   if (m.encoder_only) return hf_encode(out, m, w);
   if (m.ssm.kind != StateSpace::none) return hf_recurrent_serve(out, m, w);
   if (m.seq2seq.encoder_layers > 0) return hf_seq2seq_serve(out, m, w);
   const Detail d = out.detail;
+  const CacheSpan span = hf_cache_span(m, w, CacheMoment::peak);
   Branch kv(d);
-  hf_cache_leaves(kv, m, w, "", "");
+  hf_cache_leaves(kv, m, w, span, "", "");
   // Assisted generation keeps the draft's own cache of the same context
   // (transformers generation/candidate_generator.py AssistedCandidateGenerator).
-  if (w.draft) hf_cache_leaves(kv, *w.draft, w, "draft.", "draft model: ");
+  if (w.draft)
+    hf_cache_leaves(kv, *w.draft, w, hf_cache_span(*w.draft, w, CacheMoment::peak), "draft.",
+                    "draft model: ");
   out.set(Component::kv_cache, std::move(kv));
-  out.assume(Component::kv_cache, [&] {
-    return fmt::format(
-        "{} of {} tokens × {} sequences in {}{}{}",
-        w.engine_config.hf.cache == CacheImpl::dynamic ? "DynamicCache grown to its full context"
-                                                       : "StaticCache",
-        w.seq, w.batch, name_of(w.kv_dtype),
-        m.sliding_window_layers == 0 ? ""
-        : hf_window_pins_prompt(w)
-            ? fmt::format(", {} sliding-window layers hold the whole prompt until the first decode step "
-                          "(their {}-token window is a view of it); --cache static holds the window only",
-                          m.sliding_window_layers, m.sliding_window)
-            : fmt::format(", {} sliding-window layers hold at most {} tokens", m.sliding_window_layers,
-                          m.sliding_window),
-        m.kv_expanded_per_query_head
-            ? fmt::format(", K and V of each of the {} groups copied to all {} query heads (transformers "
-                          "FalconAttention._split_heads)",
-                          m.num_key_value_heads, m.num_attention_heads)
-            : "");
-  });
+  out.assume(Component::kv_cache, [&] { return hf_cache_text(m, w, span); });
   out.assume(Component::transient, [&] {
-    return fmt::format(
-        "Hugging Face generate: the whole prompt prefilled at once, logits of the last position only{}",
-        m.experts > 0 ? "; the experts through grouped_mm, transformers 5's default (4.x loops over the "
-                        "experts and holds fewer rows at once)"
-                      : "");
+    return fmt::format("Hugging Face generate: {} prefilled at once, logits of the last position only{}",
+                       w.prompt_len == 0 ? std::string("the whole prompt")
+                                         : fmt::format("the {}-token prompt", w.prompt_len),
+                       m.experts > 0
+                           ? "; the experts through grouped_mm, transformers 5's default (4.x loops over the "
+                             "experts and holds fewer rows at once)"
+                           : "");
   });
 
+  // The prefill's P new tokens attend over the prompt in a DynamicCache,
+  // over all of a StaticCache's positions; decode's one token over the
+  // cache's length at the last step.
+  const bool fixed = w.engine_config.hf.cache == CacheImpl::fixed;
+  const std::uint64_t prompt = prompt_tokens(w);
+  const std::uint64_t prefill_context = fixed ? w.seq : prompt;
+  const std::uint64_t decode_context = fixed ? w.seq : final_length(w);
   Moments moments;
   ComponentBytes live{};
   live[idx(Component::weights)] = out.get(Component::weights);
   add_moment(moments, k_load_moment, live, Inventory(d));
-  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
   // With a draft the two models run one after the other: the larger
   // working set of the two at each phase.
-  auto working_set = [&](std::uint64_t tokens, std::string_view phase, std::string_view draft_phase) {
-    Inventory target = inference_working_set(m, w, tokens, w.seq, phase, d);
+  auto working_set = [&](std::uint64_t tokens, std::uint64_t context, std::string_view phase,
+                         std::string_view draft_phase) {
+    Inventory target = inference_working_set(m, w, tokens, context, phase, d);
     if (!w.draft) return target;
-    Inventory assistant = inference_working_set(*w.draft, w, tokens, w.seq, draft_phase, d);
+    Inventory assistant = inference_working_set(*w.draft, w, tokens, context, draft_phase, d);
     return total_bytes(assistant) > total_bytes(target) ? assistant : target;
   };
-  add_moment(moments, "prefill", live, working_set(w.seq, "prefill", "draft.prefill"));
-  add_moment(moments, "decode", live, working_set(1, "decode", "draft.decode"));
+  live[idx(Component::kv_cache)] = hf_cache_bytes(m, w, CacheMoment::prefill);
+  add_moment(moments, "prefill", live, working_set(prompt, prefill_context, "prefill", "draft.prefill"));
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
+  add_moment(moments, "decode", live, working_set(1, decode_context, "decode", "draft.decode"));
   return moments;
 }
 

@@ -146,12 +146,12 @@ Inventory head_working_set(const ModelSpec& m, const Workload& w, std::uint64_t 
 // The largest of a mixer block, a hybrid's attention, MLP or MoE block
 // (the decoders' working set, no rotary), and the output end.
 Inventory recurrent_working_set(const ModelSpec& m, const Workload& w, std::uint64_t tokens,
-                                std::string_view phase, Detail detail) {
+                                std::uint64_t context, std::string_view phase, Detail detail) {
   Inventory layer = m.ssm.kind == StateSpace::mamba1 ? mamba1_working_set(m, w, tokens, phase, detail)
                                                      : mamba2_working_set(m, w, tokens, phase, detail);
   const SsmShape& s = m.ssm;
   if (s.attention_layers + s.mlp_layers + s.moe_layers > 0) {
-    Inventory other = inference_working_set(m, w, tokens, w.seq, phase, detail);
+    Inventory other = inference_working_set(m, w, tokens, context, phase, detail);
     if (total_bytes(other) > total_bytes(layer)) layer = std::move(other);
   }
   Inventory head = head_working_set(m, w, tokens, phase, detail);
@@ -185,13 +185,16 @@ Moments hf_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w) 
   });
   // A hybrid's attention blocks cache K and V of the whole context in the
   // model's dtype (DynamicCache's attention layers).
+  auto attention_cache = [&](std::uint64_t tokens) {
+    return bytes_for(checked_product(2, w.batch, tokens, m.num_key_value_heads, m.head_dim), c);
+  };
   if (m.ssm.attention_layers > 0) {
-    state.leaf(bytes_for(checked_product(2, w.batch, w.seq, m.num_key_value_heads, m.head_dim), c),
-               m.ssm.attention_layers, [&] {
-                 return LeafText{"attention_layers", "attention blocks: K and V for the whole context",
-                                 fmt::format("2·b·s·k·d × {} B ({})", bits_of(c) / 8, name_of(c)),
-                                 "transformers cache_utils.py DynamicCache (modeling_nemotron_h.py)"};
-               });
+    state.leaf(attention_cache(final_length(w)), m.ssm.attention_layers, [&] {
+      return LeafText{"attention_layers", "attention blocks: K and V for the whole context",
+                      fmt::format("2·b·{}·k·d × {} B ({})", w.prompt_len > 0 ? "(p + n)" : "s",
+                                  bits_of(c) / 8, name_of(c)),
+                      "transformers cache_utils.py DynamicCache (modeling_nemotron_h.py)"};
+    });
   }
   out.set(Component::kv_cache, std::move(state));
   out.assume(Component::kv_cache, [&] {
@@ -199,21 +202,30 @@ Moments hf_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w) 
         "a recurrent state of {} sequences, the same size at any length: the convolution's inputs in {}, "
         "the SSM state in fp32{}",
         w.batch, name_of(c),
-        m.ssm.attention_layers > 0
-            ? fmt::format("; K and V of {} tokens in the {} attention blocks", w.seq, m.ssm.attention_layers)
-            : "");
+        m.ssm.attention_layers > 0 ? fmt::format("; K and V of {} tokens in the {} attention blocks",
+                                                 final_length(w), m.ssm.attention_layers)
+                                   : "");
   });
   out.assume(Component::transient, [&] {
-    return "Hugging Face generate on CUDA with the mamba_ssm and causal_conv1d kernels: the whole prompt "
-           "through the fused scan, logits of the last position only";
+    return fmt::format(
+        "Hugging Face generate on CUDA with the mamba_ssm and causal_conv1d kernels: {} through the fused "
+        "scan, logits of the last position only",
+        w.prompt_len == 0 ? std::string("the whole prompt")
+                          : fmt::format("the {}-token prompt", w.prompt_len));
   });
   Moments moments;
   ComponentBytes live{};
   live[idx(Component::weights)] = out.get(Component::weights);
   add_moment(moments, k_load_moment, live, Inventory(d));
+  // At the prefill the attention blocks hold the prompt; they grow to the
+  // whole length by the last decode step.
+  const std::uint64_t grown = checked_mul(
+      attention_cache(final_length(w)) - attention_cache(prompt_tokens(w)), m.ssm.attention_layers);
+  live[idx(Component::kv_cache)] = out.get(Component::kv_cache) - grown;
+  add_moment(moments, "prefill", live,
+             recurrent_working_set(m, w, prompt_tokens(w), prompt_tokens(w), "prefill", d));
   live[idx(Component::kv_cache)] = out.get(Component::kv_cache);
-  add_moment(moments, "prefill", live, recurrent_working_set(m, w, w.seq, "prefill", d));
-  add_moment(moments, "decode", live, recurrent_working_set(m, w, 1, "decode", d));
+  add_moment(moments, "decode", live, recurrent_working_set(m, w, 1, final_length(w), "decode", d));
   return moments;
 }
 
