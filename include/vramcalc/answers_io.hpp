@@ -26,12 +26,15 @@ struct FitTarget {
 /// --curve: batch | seq.
 [[nodiscard]] FitKnob parse_curve_knob(std::string_view text, std::string_view origin);
 
-/// Checks that the target applies to the resolved request: concurrency is
-/// for serving, gpus for training; the searched setting is not also given
+/// Checks that the target applies to the resolved request and returns the
+/// target to search: concurrency is for serving, gpus for training (for
+/// vLLM and SGLang serving, gpus is tp: the tensor-parallel ranks), tp for
+/// vLLM and SGLang, which take nothing else; the searched setting is not also given
 /// (by a flag in `flags` or by the plan file); a knob needs a limit (a GPU
 /// or --max-device); --for gpu takes no GPU.
-void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, const FitTarget& target,
-                       bool has_max_device, std::string_view origin);
+[[nodiscard]] FitTarget check_fit_request(const PlanRequest& request, const WorkloadInput& flags,
+                                          const FitTarget& target, bool has_max_device,
+                                          std::string_view origin);
 
 /// --min-headroom: "10%" (of the GPU's capacity, up to two decimals) or a size ("4GiB").
 [[nodiscard]] Headroom parse_headroom(std::string_view text, std::string_view origin);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "vramcalc/budget.hpp"
@@ -67,6 +68,44 @@ struct FitVerdict {
 [[nodiscard]] FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others = 0);
 
 /// Everything one `vramcalc plan` reports.
+/// A lower bound on the time of one decode step (docs/formulas.md,
+/// "Decode-step bound"): the bytes the step must read from device memory,
+/// read once at the GPU's peak bandwidth. Compute, kernel launches,
+/// attention's arithmetic and communication are ignored.
+struct DecodeBound {
+  std::uint64_t weight_bytes = 0;          ///< weights read per step (a mixture of experts: the active ones)
+  std::uint64_t kv_bytes = 0;              ///< the live KV cache the step attends over
+  std::uint64_t requests = 0;              ///< requests whose caches kv_bytes holds
+  std::uint64_t kv_bytes_per_request = 0;  ///< one request of seq tokens
+  std::uint64_t bytes = 0;                 ///< weight_bytes + kv_bytes
+  std::uint64_t bandwidth_bytes_per_s = 0;
+  std::string bandwidth_source;
+  double seconds = 0;              ///< bytes ÷ bandwidth
+  double seconds_one_request = 0;  ///< (weight_bytes + kv_bytes_per_request) ÷ bandwidth
+  /// weight_bytes ÷ kv_bytes_per_request: requests whose caches add as many
+  /// bytes as the weights, doubling the bound; 0 when a request has no cache.
+  double requests_to_double = 0;
+  std::string kv_basis;  ///< how kv_bytes was counted, in words
+};
+
+/// The bound's arithmetic: bytes = weights + kv; seconds = bytes ÷
+/// bandwidth; one request's seconds = (weights + kv_per_request) ÷
+/// bandwidth; requests_to_double = weights ÷ kv_per_request. Throws
+/// OverflowError when the sum exceeds 64 bits; bandwidth must be > 0.
+[[nodiscard]] DecodeBound decode_step_bound(std::uint64_t weight_bytes, std::uint64_t kv_bytes,
+                                            std::uint64_t kv_bytes_per_request,
+                                            std::uint64_t bandwidth_bytes_per_s);
+
+/// The bound of a serving plan on `gpu`: the budget's weights less the
+/// routed experts a token skips ((E − k)/E of theirs), and its KV cache —
+/// transformers and llama.cpp: the plan's whole cache (batch requests);
+/// vLLM and SGLang: one request of seq tokens' blocks times the whole
+/// requests the pool holds (capped by the engine's running-request limit),
+/// a shared prefix's blocks once. nullopt when training, without a GPU
+/// bandwidth, or without a decode step (an encoder).
+[[nodiscard]] std::optional<DecodeBound> plan_decode_bound(const ModelSpec& model, const Workload& workload,
+                                                           const Budget& budget, const Gpu& gpu);
+
 struct PlanResult {
   PlanRequest request;
   ParameterCount parameters;
@@ -108,6 +147,8 @@ struct PlanResult {
   /// (`budget` is the worst of them); empty without pipeline parallelism.
   /// Each stands for its tp·cp·dp ranks, which hold the same.
   std::vector<Budget> ranks;
+  /// Serving on a GPU of known bandwidth: plan_decode_bound.
+  std::optional<DecodeBound> decode_bound;
 };
 /// Σ communication_per_step on one rank of `model` under `workload` (its
 /// tensor-parallel shard where it has one): bytes moved per optimizer step.

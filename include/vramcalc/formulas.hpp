@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -248,6 +250,15 @@ struct PassBytes {
 [[nodiscard]] ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp,
                                               std::uint64_t vocab_pad = 64);
 
+/// Why vLLM's and SGLang's tensor parallelism cannot split `model` over `tp`
+/// ranks (model_executor/layers/linear.py and vocab_parallel_embedding.py
+/// divide exactly, or refuse to start): the first of the vocabulary padded
+/// to 64, a mixer's channels, heads and groups, the attention heads, the
+/// KV heads (divided, or replicated evenly), the MLP and experts' widths,
+/// the vision tower, a GPTQ/AWQ group of a rank's down projection. Empty
+/// when it splits.
+[[nodiscard]] std::string tensor_parallel_refusal(const ModelSpec& model, const Quant& q, std::uint64_t tp);
+
 /// vLLM's LoRA slots (--max-loras L, --max-lora-rank R): one rank's bytes
 /// of the stacked A and B buffers each LoRA-capable layer allocates when the
 /// model loads, in the model dtype, for every layer whether or not an
@@ -421,13 +432,168 @@ struct MegatronArgs {
 /// device thread on the compute stream, 2; serving: 1.
 [[nodiscard]] std::uint64_t cublas_workspace_count(Mode mode);
 
-/// vLLM's default non-torch memory increase (--non-torch-memory): see
-/// overhead.cpp for the logs it is read from.
-[[nodiscard]] std::uint64_t vllm_default_non_torch();
+/// vLLM's releases whose start-up accounting differs (docs/formulas.md,
+/// "vLLM's versions"); versions are major·10⁴ + minor·10² + patch.
+enum class VllmEra : std::uint8_t {
+  v0_9,   ///< 0.9.2–0.10: snapshot before NCCL starts (PR #19312); sort sampler; piecewise graphs
+  v0_11,  ///< 0.11–0.16: snapshot after distributed init (PR #25359); full and piecewise graphs
+  v0_17,  ///< 0.17: Triton top-k/top-p sampler (PR #33538)
+  v0_18,  ///< 0.18–0.20: CUDA-graph memory profiled inside the window (PR #30515), not reserved
+  v0_21,  ///< 0.21–0.25: the graph estimate reserved, utilization 0.92 (PR #38284), FlashInfer sampler
+};
+/// The oldest and newest releases modelled: 0.9.2 and 0.25.x.
+inline constexpr std::uint64_t k_vllm_oldest = 902;
+inline constexpr std::uint64_t k_vllm_newest = 2599;
+/// The default --vllm-version: the newest era's 0.25.0.
+inline constexpr std::uint64_t k_vllm_default_version = 2500;
+[[nodiscard]] VllmEra vllm_era(std::uint64_t version);
+
+/// vLLM's default non-torch increase (--non-torch-memory) for a release and
+/// layout, measured (docs/formulas.md, "vLLM's versions"): none where it
+/// cannot be predicted (before 0.11 at tp > 1, where NCCL's start-up lands
+/// in it).
+[[nodiscard]] std::optional<std::uint64_t> vllm_default_non_torch(std::uint64_t version, std::uint64_t tp,
+                                                                  std::uint64_t pp);
+
+/// Whether vLLM builds an expert-parallel group, with a communicator of its
+/// own, for `m`: a mixture of experts, or any model before about 0.14.
+[[nodiscard]] bool vllm_expert_group(const ModelSpec& m, std::uint64_t version);
+
+/// NCCL communicators' memory that exists before vLLM's start-up snapshot
+/// (0.11 and later, tp > 1), measured: 1.03 GiB, plus 0.5 GiB for the
+/// expert-parallel group's.
+[[nodiscard]] std::uint64_t vllm_communicator_bytes(std::uint64_t version, std::uint64_t tp,
+                                                    bool expert_group);
+
+/// Sets the tensor-parallel size of a vLLM workload and what follows it:
+/// the communicators, and the non-torch memory where it is the measured
+/// default (kept where the release has no measurement at that tp).
+void vllm_set_tp(VllmConfig& c, std::uint64_t tp);
+
+/// The batch sizes vLLM captures as CUDA graphs up to `max_size`
+/// (config/vllm.py _set_cudagraph_sizes): 1, 2, 4, multiples of 8 below
+/// 256, then multiples of 16 up to max_size; their count.
+[[nodiscard]] std::uint64_t vllm_capture_size_count(std::uint64_t max_size);
+
+/// vLLM's CUDA graphs on one rank, by its estimator's mechanism
+/// (v1/worker/gpu_model_runner.py profile_cudagraph_memory, PR #30515): the
+/// larger first capture of the two modes plus (n − 1) × a per-graph cost in
+/// each mode. Zero with --enforce-eager.
+struct VllmCudaGraphs {
+  std::uint64_t piecewise = 0;  ///< PIECEWISE graphs: every capture size
+  std::uint64_t full = 0;       ///< FULL decode graphs: capture sizes ≤ max_num_seqs (0.11 and later)
+  std::uint64_t first = 0;      ///< the larger first capture
+  std::uint64_t further = 0;    ///< graphs after the first: piecewise − 1 + full − 1
+  std::uint64_t per_graph = 0;  ///< each further graph, either mode
+  std::uint64_t bytes = 0;      ///< first + further × per_graph
+};
+/// `m` is one rank's model.
+[[nodiscard]] VllmCudaGraphs vllm_cuda_graphs(const ModelSpec& m, const Workload& w);
+
+/// Whether the release reserves the graph estimate in the pool's budget
+/// (0.21 and later, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on by default).
+[[nodiscard]] bool vllm_reserves_graphs(std::uint64_t version);
+
+/// Rows of the Triton top-k/top-p sampler's cached buffer, each a
+/// vocabulary of fp32 (v1/sample/ops/topk_topp_triton.py):
+/// min(next power of two of min(SMs, S), SMs).
+[[nodiscard]] std::uint64_t vllm_triton_sampler_rows(std::uint64_t sms, std::uint64_t seqs);
 
 /// The caching allocator's block for a request: 512-byte granularity, and
 /// requests over 10 MiB take whole 2 MiB pages (c10/cuda/CUDACachingAllocator.cpp:
 /// kMinBlockSize, kLargeBuffer, kRoundLarge).
 [[nodiscard]] std::uint64_t allocator_block_bytes(std::uint64_t request);
+
+// ---- SGLang (--engine sglang): docs/formulas.md, "SGLang's token pool" ----------
+
+/// A release number as SGLang's defaults read it: major·10⁴ + minor·10² + patch.
+[[nodiscard]] constexpr std::uint64_t sglang_release(std::uint64_t major, std::uint64_t minor,
+                                                     std::uint64_t patch) {
+  return major * 10000 + minor * 100 + patch;
+}
+/// The newest release whose defaults are modelled: the default of --sglang-version.
+inline constexpr std::uint64_t k_sglang_latest = sglang_release(0, 5, 9);
+/// The oldest release modelled.
+inline constexpr std::uint64_t k_sglang_oldest = sglang_release(0, 3, 0);
+
+/// SGLang's default --chunked-prefill-size for a GPU of `gpu_mib` MiB
+/// (nvidia-smi's total): by release and memory class (server_args.py; see
+/// docs/formulas.md for the eras).
+[[nodiscard]] std::uint64_t sglang_default_chunked_prefill(std::uint64_t version, std::uint64_t gpu_mib);
+/// SGLang's default --cuda-graph-max-bs, by release, memory class and tp.
+[[nodiscard]] std::uint64_t sglang_default_graph_bs(std::uint64_t version, std::uint64_t gpu_mib,
+                                                    std::uint64_t tp);
+/// SGLang's default --mem-fraction-static in parts per billion: a table by
+/// tp (≤ 0.4.6), a reserve by memory class (0.4.7 – 0.5.2, PR #7054), or a
+/// reserve from the chunked prefill, tp and the decode graphs (0.5.3 on,
+/// PR #10975), rounded to 3 decimals; then a multimodal model's factor from
+/// its vision tower (adjust_mem_fraction_for_vlm). Reads `c`'s version,
+/// gpu_mib, tp, chunked prefill, graph batch and vision tower.
+[[nodiscard]] std::uint64_t sglang_default_mem_fraction(const SglangConfig& c);
+/// Sets the tensor-parallel size of an SGLang workload and the defaults
+/// that follow it (the decode graphs' batch, the memory fraction).
+void sglang_set_tp(SglangConfig& c, std::uint64_t tp);
+/// Bytes one token takes in SGLang's pool on one rank (pool_configurator.py
+/// _compute_cell_size): K and V of the rank's KV heads in every layer, or
+/// MLA's latent row (kv_lora_rank + qk_rope_head_dim), whole on every rank.
+[[nodiscard]] std::uint64_t sglang_cell_bytes(const ModelSpec& rank, const Workload& w);
+/// SGLang's token-to-KV pool (kv_cache_configurator.py
+/// _profile_available_bytes): rest = free after loading − free before
+/// loading × (1 − mem_fraction_static); tokens = ⌊rest / cell⌋ to whole
+/// pages, at most --max-total-tokens; request slots = ⌊tokens / context ×
+/// 512⌋ within [2048, 4096] (and at most tokens / 2 from 0.5.3). `weights`
+/// is what loading took from the free memory.
+[[nodiscard]] ServingPool sglang_pool(const ModelSpec& rank, const Workload& w, std::uint64_t weights);
+/// The request-to-token table's slots for a pool of `tokens`
+/// (kv_cache_configurator.py resolve_max_num_reqs; model_runner.py
+/// init_memory_pool before it): the given --max-running-requests, else 512
+/// per context's worth of tokens within [2048, 4096]; from 0.5.3 at most
+/// half the tokens; before 0.4.7 one more (ReqToTokenPool(max_num_reqs + 1)).
+[[nodiscard]] std::uint64_t sglang_request_slots(const Workload& w, std::uint64_t tokens);
+/// The request-to-token table: request slots × (context + 4) int32
+/// (memory_pool.py ReqToTokenPool; ≤ 0.4.6 one slot more).
+[[nodiscard]] std::uint64_t sglang_req_to_token_bytes(const Workload& w, const ServingPool& pool);
+
+// ---- Ollama (--engine ollama): docs/formulas.md, "Ollama — --engine ollama" --------
+
+/// A release number as Ollama's rules read it: major·10⁴ + minor·10² + patch.
+[[nodiscard]] constexpr std::uint64_t ollama_release(std::uint64_t major, std::uint64_t minor,
+                                                     std::uint64_t patch) {
+  return major * 10000 + minor * 100 + patch;
+}
+/// The newest release modelled (the last with llm/memory.go's estimate):
+/// the default of --ollama-version.
+inline constexpr std::uint64_t k_ollama_latest = ollama_release(0, 12, 10);
+/// The oldest: 0.7.1 walks the blocks from the last with block 0 as the
+/// buffer, as every release up to 0.12.10 does.
+inline constexpr std::uint64_t k_ollama_oldest = ollama_release(0, 7, 1);
+/// Ollama's per-GPU minimum for CUDA and ROCm (discover/gpu.go
+/// cudaMinimumMemory; ml/device.go DeviceInfo.MinimumMemory): 457 MiB.
+inline constexpr std::uint64_t k_ollama_minimum_memory = 457ULL << 20;
+
+/// Ollama's own memory estimate for one GPU (llm/memory.go
+/// EstimateGPULayers with fs/ggml/ggml.go GraphSize): what it logs as
+/// `msg=offload`, and the layers it offloads.
+struct OllamaEstimate {
+  std::uint64_t layers = 0;         ///< layers.offload: blocks and the output layer placed
+  std::uint64_t model_layers = 0;   ///< layers.model: blocks + 1
+  std::uint64_t context = 0;        ///< the context its formulas use
+  std::uint64_t batch = 0;          ///< the batch its graph formulas use
+  std::uint64_t kv = 0;             ///< memory.required.kv
+  std::uint64_t graph_full = 0;     ///< memory.graph.full
+  std::uint64_t graph_partial = 0;  ///< memory.graph.partial
+  std::uint64_t repeating = 0;      ///< memory.weights.repeating: the blocks' tensors
+  std::uint64_t output = 0;         ///< memory.weights.nonrepeating: output_norm and output
+  std::uint64_t allocation = 0;     ///< memory.required.partial: the GPU's allocation (0 if none)
+  std::uint64_t total = 0;          ///< memory.required.full: that and what stays on the CPU
+};
+/// Ollama's estimate with `parallel` sequences of `num_ctx` tokens (the
+/// rest from w: its OllamaConfig, attention, KV type and weights).
+[[nodiscard]] OllamaEstimate ollama_estimate(const ModelSpec& m, const Workload& w, std::uint64_t parallel,
+                                             std::uint64_t num_ctx);
+/// The --n-gpu-layers Ollama starts llama.cpp with (llm/server.go
+/// NewLlamaServer): num_gpu when given, else the estimate's layers; none
+/// when the estimate places none (a CPU load).
+[[nodiscard]] std::uint64_t ollama_gpu_layers(const ModelSpec& m, const Workload& w);
 
 }  // namespace vramcalc

@@ -40,7 +40,12 @@ struct PresetInfo {
 /// The bundled GPU catalog, in file order.
 [[nodiscard]] const std::vector<Gpu>& gpu_catalog();
 
-/// A catalog GPU by id; `origin` (e.g. "--gpu") names the input in errors.
+/// Every MIG profile of the catalog's GPUs as a Gpu of its own (id
+/// "h100-80gb:3g.40gb", its mig set), in file order.
+[[nodiscard]] const std::vector<Gpu>& mig_catalog();
+
+/// A catalog GPU by id, or a MIG slice of one by "PARENT:PROFILE"
+/// ("h100-80gb:3g.40gb"); `origin` (e.g. "--gpu") names the input in errors.
 [[nodiscard]] Gpu find_gpu(std::string_view id, std::string_view origin);
 
 /// Parses a size: "80GiB", "81559 MiB", "80GB", "85520809984" (bytes).
@@ -91,6 +96,22 @@ struct WorkloadInput {
   std::optional<Given<std::uint64_t>> shared_prefix;
   std::optional<Given<std::uint64_t>> non_torch_memory;
   std::optional<Given<VllmSampler>> sampler;
+  std::optional<Given<std::uint64_t>> vllm_version;  ///< major·10⁴ + minor·10² + patch
+  std::optional<Given<bool>> enforce_eager;
+  std::optional<Given<std::uint64_t>> max_cudagraph_capture_size;
+  std::optional<Given<std::uint64_t>> mem_fraction_static;  ///< SGLang; parts per billion
+  std::optional<Given<std::uint64_t>> chunked_prefill_size;
+  std::optional<Given<std::uint64_t>> cuda_graph_max_bs;
+  std::optional<Given<std::uint64_t>> max_total_tokens;
+  std::optional<Given<std::uint64_t>> max_running_requests;
+  std::optional<Given<std::uint64_t>> page_size;
+  std::optional<Given<std::uint64_t>> sglang_version;       ///< major·10⁴ + minor·10² + patch
+  std::optional<Given<std::uint64_t>> ollama_version;       ///< major·10⁴ + minor·10² + patch
+  std::optional<Given<std::uint64_t>> num_parallel;         ///< OLLAMA_NUM_PARALLEL
+  std::optional<Given<std::uint64_t>> num_batch;            ///< Ollama's num_batch option
+  std::optional<Given<std::uint64_t>> num_gpu;              ///< Ollama's num_gpu option: layers to offload
+  std::optional<Given<std::uint64_t>> gpu_free;             ///< the GPU's free memory as Ollama reads it
+  std::optional<Given<std::uint64_t>> ollama_gpu_overhead;  ///< OLLAMA_GPU_OVERHEAD
   std::optional<Given<std::uint64_t>> tp;
   std::optional<Given<bool>> sp;
   std::optional<Given<std::uint64_t>> cp;

@@ -66,6 +66,8 @@ enum class Engine : std::uint8_t {
   hf,        ///< Hugging Face transformers generate() with a static cache
   llamacpp,  ///< llama.cpp with a GGUF file, every layer offloaded to the GPU
   vllm,      ///< vLLM V1: a KV block pool sized from what the GPU has left
+  sglang,    ///< SGLang: a token-to-KV pool sized from a static share of the free memory
+  ollama,    ///< Ollama: llama.cpp with the layers its own memory estimate offloads
 };
 
 /// Which top-k/top-p sampler vLLM's profiling run exercises: PyTorch's
@@ -99,6 +101,28 @@ struct VllmConfig {
   /// --lora-extra-vocab-size (vLLM ≤ 0.11): tokens an adapter may add to
   /// the vocabulary; 0 in later versions, which removed it.
   std::uint64_t lora_extra_vocab = 0;
+  /// --vllm-version: the release whose start-up accounting applies, as
+  /// major·10⁴ + minor·10² + patch (0.19.0 = 1900; docs/formulas.md,
+  /// "vLLM's versions").
+  std::uint64_t version = 0;
+  /// --enforce-eager: no CUDA graphs are captured, and none estimated.
+  bool enforce_eager = false;
+  /// The largest batch captured as a CUDA graph (--max-cudagraph-capture-size;
+  /// 0 with --enforce-eager).
+  std::uint64_t max_cudagraph_capture_size = 0;
+  /// The GPU's streaming multiprocessors: the rows of the Triton top-k/top-p
+  /// sampler's buffer (vLLM ≥ 0.17).
+  std::uint64_t gpu_sms = 0;
+  /// NCCL communicators' memory that exists before vLLM's start-up snapshot
+  /// (tensor parallelism, vLLM ≥ 0.11): outside the pool's budget, but
+  /// needed free at start.
+  std::uint64_t communicators = 0;
+  /// Whether `non_torch` is the measured default for the release and tp
+  /// (vllm_default_non_torch), which a change of tp recomputes.
+  bool non_torch_measured = false;
+  /// Whether the release gives this model an expert-parallel group, with a
+  /// communicator of its own (vllm_expert_group).
+  bool expert_group = false;
 };
 
 /// transformers generate's own settings (--engine hf).
@@ -119,6 +143,54 @@ struct LlamaCppConfig {
   std::uint64_t cpu_moe_layers = 0;
 };
 
+/// SGLang's server arguments that size its token-to-KV pool (docs/formulas.md,
+/// "SGLang's token pool"). The input boundary fills every field, defaults
+/// included.
+struct SglangConfig {
+  /// The GPU's memory in MiB as SGLang reads it for its defaults
+  /// (nvidia-smi's memory.total).
+  std::uint64_t gpu_mib = 0;
+  /// The GPU's total memory as cudaMemGetInfo reports it; less the runtime
+  /// overhead, the free memory before the weights load (the pool's base).
+  std::uint64_t gpu_total = 0;
+  /// --mem-fraction-static in parts per billion.
+  std::uint64_t mem_fraction_ppb = 0;
+  /// --chunked-prefill-size: tokens of one prefill chunk.
+  std::uint64_t chunked_prefill = 0;
+  /// --cuda-graph-max-bs: the largest decode batch captured.
+  std::uint64_t cuda_graph_max_bs = 0;
+  /// --max-total-tokens: a cap on the pool (0: none).
+  std::uint64_t max_total_tokens = 0;
+  /// --max-running-requests (0: SGLang's default from the pool).
+  std::uint64_t max_running_requests = 0;
+  std::uint64_t page_size = 1;  ///< --page-size: tokens per page
+  std::uint64_t tp = 1;         ///< --tp-size
+  /// The release whose defaults apply, as major·10⁴ + minor·10² + patch.
+  std::uint64_t version = 0;
+  /// A multimodal model's vision tower (layers, width) for the default
+  /// fraction's factor; 0 for a text model.
+  std::uint64_t vision_layers = 0;
+  std::uint64_t vision_hidden = 0;
+  /// Which settings are SGLang's defaults, recomputed when fit changes --tp.
+  bool graph_bs_default = true;
+  bool mem_fraction_default = true;
+};
+
+/// Ollama's settings (--engine ollama; docs/formulas.md, "Ollama — --engine
+/// ollama"). The context is Workload::seq (num_ctx), the parallel requests
+/// Workload::batch (OLLAMA_NUM_PARALLEL); the input boundary fills the rest.
+struct OllamaConfig {
+  /// The release whose rules apply, as major·10⁴ + minor·10² + patch.
+  std::uint64_t version = 0;
+  std::uint64_t num_batch = 512;  ///< the num_batch option
+  /// The num_gpu option: layers to offload, or −1 for Ollama's estimate.
+  std::int64_t num_gpu = -1;
+  /// The GPU's free memory as Ollama reads it before loading
+  /// (memory.available in its log).
+  std::uint64_t gpu_free = 0;
+  std::uint64_t gpu_overhead = 0;  ///< OLLAMA_GPU_OVERHEAD
+};
+
 /// Each serving engine's own settings, one member per engine: the input
 /// boundary fills the chosen engine's, and only that engine's module reads
 /// them (src/core/engines/).
@@ -126,6 +198,8 @@ struct EngineConfig {
   HfGenerateConfig hf;
   LlamaCppConfig llamacpp;
   VllmConfig vllm;
+  SglangConfig sglang;
+  OllamaConfig ollama;
 };
 
 enum class AttentionImpl : std::uint8_t {

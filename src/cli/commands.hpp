@@ -146,7 +146,7 @@ CLI::App* setup_fit(CLI::App& app, FitOptions& opts);
 CLI::App* setup_models(CLI::App& app);
 [[nodiscard]] int run_models();
 
-CLI::App* setup_gpus(CLI::App& app);
-[[nodiscard]] int run_gpus();
+CLI::App* setup_gpus(CLI::App& app, bool& mig);
+[[nodiscard]] int run_gpus(bool mig);
 
 }  // namespace vramcalc::cli

@@ -90,10 +90,13 @@ CLI::App* setup_fit(CLI::App& app, FitOptions& opts) {
                                      "Exact inverse answers: the largest batch or sequence that fits, "
                                      "the fewest GPUs, or every GPU that can hold a plan");
   cmd->add_option("MODEL", opts.model, k_model_help)->type_name("");
-  cmd->add_option("--for", opts.target,
-                  "batch: the largest micro-batch | seq: the longest sequence or context | concurrency: "
-                  "the most sequences served at once at --seq | gpus: the fewest data-parallel GPUs "
-                  "(training, under --zero/--fsdp) | gpu: every catalog GPU with the count it needs")
+  cmd->add_option(
+         "--for", opts.target,
+         "batch: the largest micro-batch | seq: the longest sequence or context | concurrency: "
+         "the most sequences served at once at --seq | gpus: the fewest data-parallel GPUs "
+         "(training, under --zero/--fsdp; serving with vllm or sglang: the tensor-parallel size) | tp: "
+         "the smallest tensor-parallel size at which --engine vllm or sglang starts and holds a request "
+         "of --seq | gpu: every catalog GPU with the count it needs")
       ->type_name("WHAT")
       ->group("Question");
   cmd->add_option("--curve", opts.curve,
@@ -108,6 +111,7 @@ CLI::App* setup_fit(CLI::App& app, FitOptions& opts) {
       "  vramcalc fit qwen2.5-7b --seq 32768 --gpu l40s --for concurrency\n"
       "  vramcalc fit llama-3.1-70b --mode train --zero 3 --gpu h100-80gb --for gpus\n"
       "  vramcalc fit llama-3.1-70b --mode train --zero 3 --for gpu\n"
+      "  vramcalc fit llama-3.1-70b --engine vllm --gpu h100-80gb --seq 32768 --for tp\n"
       "  vramcalc fit llama-3.1-8b --mode train --gpu h100-80gb --curve seq --svg seq.svg\n"
       "\n"
       "The answer is exact: it fits (peak device memory within the limit) and the next value does\n"
@@ -122,12 +126,11 @@ int run_fit(const FitOptions& opts) {
   const Limits limits = parse_limits(opts.out);
   if (opts.target.empty() && opts.curve.empty()) {
     throw InputError("--for",
-                     "missing: say what to find, e.g. --for batch (batch, seq, concurrency, gpus, gpu)");
+                     "missing: say what to find, e.g. --for batch (batch, seq, concurrency, gpus, gpu, tp)");
   }
   std::optional<FitKnob> curve;
   if (!opts.curve.empty()) curve = parse_curve_knob(opts.curve, "--curve");
-  const FitTarget target =
-      opts.target.empty() ? FitTarget{*curve, false} : parse_fit_target(opts.target, "--for");
+  FitTarget target = opts.target.empty() ? FitTarget{*curve, false} : parse_fit_target(opts.target, "--for");
   if (curve && (target.catalog || target.knob != *curve)) {
     throw InputError("--curve", fmt::format("sweeps {} but --for asks for {}; give one of them",
                                             name_of(*curve), opts.target));
@@ -138,7 +141,8 @@ int run_fit(const FitOptions& opts) {
   const std::string origin = opts.target.empty() ? "--curve" : "--for";
   const WorkloadInput flags = workload_from_flags(opts.workload);
   const PlanRequest request = load_plan(opts.model, flags);
-  check_fit_request(request, flags, target, limits.max_device.has_value(), origin);
+  const FitTarget asked = target;
+  target = check_fit_request(request, flags, asked, limits.max_device.has_value(), origin);
   if (limits.min_headroom && !target.catalog) io::require_gpu(request.gpu, "--min-headroom");
 
   FitReport report;
@@ -146,7 +150,9 @@ int run_fit(const FitOptions& opts) {
   report.catalog = target.catalog;
   report.gpu = request.gpu;
   if (target.catalog) {
-    report.needs = gpu_needs(request, gpu_catalog(), limits);
+    std::vector<Gpu> gpus = gpu_catalog();
+    gpus.insert(gpus.end(), mig_catalog().begin(), mig_catalog().end());  // MIG slices too
+    report.needs = gpu_needs(request, gpus, limits);
     report.limit_text = limit_text(std::nullopt, limits);
     if (report.limit_text.empty()) report.limit_text = "each GPU's capacity";
   } else {

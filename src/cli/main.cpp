@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   FitOptions fit_opts;
   CLI::App* fit = setup_fit(app, fit_opts);
   CLI::App* models = setup_models(app);
-  CLI::App* gpus = setup_gpus(app);
+  bool gpus_mig = false;
+  CLI::App* gpus = setup_gpus(app, gpus_mig);
   try {
     app.parse(argc, argv);
     if (plan->parsed()) {
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
     }
     if (gpus->parsed()) {
       reject_extras(*gpus);
-      return run_gpus();
+      return run_gpus(gpus_mig);
     }
     // No command: name the likely one.
     const std::vector<std::string> rest = app.remaining();

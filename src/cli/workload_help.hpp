@@ -73,7 +73,8 @@ inline constexpr FlagHelp k_flag_help[] = {
      "vllm (vLLM V1: a KV block pool from what "
      "--gpu-memory-utilization leaves; needs --gpu or --gpu-mem; --seq is max_model_len) (default hf)"},
     {"gpu_memory_utilization",
-     "vllm: share of the GPU's total memory the engine may use, in (0, 1] (default 0.9)"},
+     "vllm: share of the GPU's total memory the engine may use, in (0, 1] (default 0.92 from vLLM 0.21, "
+     "0.9 before)"},
     {"max_num_batched_tokens",
      "vllm: tokens per step, and of the profiling run that sizes the activation reserve (default 8192 on "
      "GPUs "
@@ -86,8 +87,9 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"shared_prefix",
      "vllm: prompt tokens every request shares; prefix caching stores their full blocks once (default 0)"},
     {"non_torch_memory",
-     "vllm: memory outside PyTorch that appears during profiling, e.g. 0.5GiB (default 0.16 GiB, vLLM PR "
-     "#12126's H100 log)"},
+     "vllm: memory outside PyTorch that appears during profiling, e.g. 0.5GiB (default measured by "
+     "--vllm-version and --tp on H100s: 0.25 GiB at tp 1, 2.07 at tp 2, 2.17 above from 0.18; 0.13 and 0.55 "
+     "in 0.11-0.17; 0.16 at tp 1 before, where tp > 1 needs it given)"},
     {"tp",
      "tensor-parallel ranks, with --engine vllm (--tensor-parallel-size) or --mode train --framework "
      "megatron "
@@ -141,8 +143,48 @@ inline constexpr FlagHelp k_flag_help[] = {
     {"lora_extra_vocab_size",
      "vllm 0.11 and earlier: tokens an adapter may add, 256 or 512; later versions removed it (default 0)"},
     {"sampler",
-     "vllm: top-k/top-p sampler of the profiling run: native (PyTorch sort, the default since v0.11.1) | "
-     "flashinfer (default native)"},
+     "vllm: top-k/top-p sampler of the profiling run: native (PyTorch's sort; from 0.17 Triton's for 8 "
+     "sequences or more) | flashinfer (default flashinfer from 0.21, native before)"},
+    {"vllm_version",
+     "vllm: the release whose start-up accounting applies, 0.9.2 to 0.25, e.g. 0.19.0: where its snapshot "
+     "is taken, the sampler, the non-torch memory, whether the CUDA graphs' estimate is reserved (from 0.21) "
+     "(default 0.25.0)"},
+    {"enforce_eager",
+     "vllm: yes: --enforce-eager, no CUDA graphs captured or reserved (default no: graphs for every capture "
+     "size, captured after the pool)"},
+    {"max_cudagraph_capture_size",
+     "vllm: the largest batch captured as a CUDA graph; the sizes are 1, 2, 4, multiples of 8 below 256, "
+     "then of 16 (default min(2 × max_num_seqs, 512), at most max_num_batched_tokens)"},
+    {"mem_fraction_static",
+     "sglang: --mem-fraction-static, the share of the free memory before loading that weights and the KV "
+     "pool may take (default SGLang's own by version, GPU and --tp)"},
+    {"chunked_prefill_size",
+     "sglang: --chunked-prefill-size, prompt tokens per forward (default by GPU memory: 2048 to 16384)"},
+    {"cuda_graph_max_bs",
+     "sglang: --cuda-graph-max-bs, the largest decode batch captured; part of the default memory fraction "
+     "(default by GPU memory and --tp)"},
+    {"max_total_tokens", "sglang: --max-total-tokens, a cap on the token pool (default none)"},
+    {"max_running_requests",
+     "sglang: --max-running-requests, request slots (default from the pool: 512 per context's worth of "
+     "tokens, 2048 to 4096, at most half the tokens)"},
+    {"page_size", "sglang: --page-size, tokens per page of the pool (default 1)"},
+    {"sglang_version",
+     "sglang: the release whose defaults apply, e.g. 0.4.3 (default the newest modelled, 0.5.3 and later)"},
+    {"ollama_version",
+     "ollama: the release whose defaults and layer estimate apply, 0.7.1 to 0.12.10 (default 0.12.10); "
+     "--seq is num_ctx (default 4096), --attention flash is OLLAMA_FLASH_ATTENTION=1 (default off), "
+     "--kv-dtype f16|q8_0|q4_0 is OLLAMA_KV_CACHE_TYPE (flash attention only)"},
+    {"num_parallel",
+     "ollama: OLLAMA_NUM_PARALLEL, sequences of num_ctx each (default 1 from 0.10.0; before, 2 when the "
+     "estimate fits every layer with 2, else 1)"},
+    {"num_batch", "ollama: the num_batch option, the batch of its graph estimate (default 512)"},
+    {"num_gpu",
+     "ollama: the num_gpu option, layers to offload counting the output layer (default: Ollama's "
+     "estimate)"},
+    {"gpu_free",
+     "ollama: the GPU's free memory as Ollama reads it before loading, memory.available in its log "
+     "(default the GPU's capacity)"},
+    {"ollama_gpu_overhead", "ollama: OLLAMA_GPU_OVERHEAD, memory kept free on the GPU (default 0)"},
     {"cache",
      "hf engine: dynamic (DynamicCache, generate's default: K and V grow by torch.cat each step) | static "
      "(StaticCache, allocated for the whole context up front) (default dynamic)"},

@@ -48,6 +48,13 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
     if (name == "mel" && e.mel_bins > 0) return e.mel_bins;
     if (name == "a" && leaf_id.starts_with("encode.")) return e.encoder_heads;
   }
+  if (x.m.kv_lora_rank > 0) {
+    // Latent attention's widths (docs/formulas.md, "MoE and MLA under vLLM").
+    if (name == "r_kv") return x.m.kv_lora_rank;
+    if (name == "d_rope") return x.m.qk_rope_head_dim;
+    if (name == "d_nope") return x.m.qk_nope_head_dim;
+    if (name == "d_v") return x.m.v_head_dim;
+  }
   if (name == "b") return x.w.batch;
   if (name == "s") return x.w.seq;
   if (name == "t") return decode ? 1 : prompt_tokens(x.w);  // new tokens: the prompt, or one

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/engines/engine.hpp"
 #include "vramcalc/error.hpp"
 #include "vramcalc/formulas.hpp"
 
@@ -26,6 +27,8 @@ std::string_view name_of(FitKnob k) {
       return "concurrency";
     case FitKnob::gpus:
       return "gpus";
+    case FitKnob::tp:
+      return "tp";
   }
   return "?";
 }
@@ -42,13 +45,28 @@ Workload with_knob(Workload w, FitKnob knob, std::uint64_t value) {
     case FitKnob::gpus:
       w.dp = value;
       break;
+    case FitKnob::tp:
+      if (w.engine == Engine::sglang) {
+        sglang_set_tp(w.engine_config.sglang, value);
+      } else {
+        vllm_set_tp(w.engine_config.vllm, value);
+      }
+      break;
   }
   return w;
 }
 
 bool fits_within(const ModelSpec& m, const Workload& w, std::uint64_t limit) {
   try {
-    return estimate_totals(m, w).peak_device <= limit;
+    const Totals t = estimate_totals(m, w);
+    if (t.peak_device > limit) return false;
+    if (!t.serving.present) return true;
+    // The engine's own start-up refusals on a GPU of `limit` bytes.
+    FitVerdict v;
+    v.gpu.capacity_bytes = limit;
+    v.fits = true;
+    core::engine_module(t.serving.engine).refuse(v, t.serving, 0);
+    return v.fits;
   } catch (const OverflowError&) {
     return false;
   }
@@ -103,6 +121,20 @@ void search_largest(Probe& fits, std::uint64_t bound, FitSearch& out) {
   if (last < bound) out.beyond = last + 1;
 }
 
+// The smallest tensor-parallel size in [1, bound] that splits the model and
+// starts; `beyond` the largest smaller size that splits it. Sizes that do
+// not split the model are skipped, so the scan is linear (bound ≤ 1024).
+void search_tp(Probe& fits, const ModelSpec& m, std::uint64_t bound, FitSearch& out) {
+  for (std::uint64_t tp = 1; tp <= bound; ++tp) {
+    if (!tensor_parallel_refusal(m, fits.w.quant, tp).empty()) continue;
+    if (fits(tp)) {
+      out.answer = tp;
+      return;
+    }
+    out.beyond = tp;
+  }
+}
+
 // The smallest value that fits (fits fails up to the answer − 1).
 void search_smallest(Probe& fits, std::uint64_t bound, FitSearch& out) {
   const std::uint64_t last = last_good([&](std::uint64_t v) { return !fits(v); }, bound);
@@ -142,6 +174,11 @@ FitSearch fit_search(const ModelSpec& m, const Workload& w, FitKnob knob, std::u
       out.bound_reason = out.bound == 1 ? "data parallelism without ZeRO/FSDP replicates the model"
                                         : "the search bound of 2^20 ranks";
       search_smallest(probe, out.bound, out);
+      break;
+    case FitKnob::tp:
+      out.bound = std::min(std::max<std::uint64_t>(1, m.num_attention_heads), k_max_fit_tp);
+      out.bound_reason = fmt::format("the model's {} attention heads", m.num_attention_heads);
+      search_tp(probe, m, out.bound, out);
       break;
   }
   out.evaluations = probe.evaluations;
@@ -197,10 +234,20 @@ std::vector<GpuNeed> gpu_needs(const PlanRequest& request, const std::vector<Gpu
     // The cuBLAS workspace follows the architecture, unless --overhead gave
     // the whole overhead.
     if (w.cublas_workspace != 0) w.cublas_workspace = cublas_workspace_bytes(gpu.arch);
-    const FitSearch s =
-        fit_search(request.model, w, FitKnob::gpus, effective_limit(gpu.capacity_bytes, limits));
-    GpuNeed need{gpu, s.answer, 0};
-    if (s.answer) need.total_bytes = checked_mul(*s.answer, gpu.capacity_bytes);
+    const std::uint64_t limit = effective_limit(gpu.capacity_bytes, limits);
+    std::optional<std::uint64_t> count;
+    if (gpu.mig) {
+      // A MIG slice serves one process: CUDA IPC across GPU instances is
+      // not supported (NVIDIA MIG user guide, deployment-considerations),
+      // so sharding over slices is not offered. A "+me" profile has its
+      // plain twin's memory.
+      if (gpu.mig->profile.ends_with("+me")) continue;
+      if (fits_within(request.model, with_knob(w, FitKnob::gpus, 1), limit)) count = 1;
+    } else {
+      count = fit_search(request.model, w, FitKnob::gpus, limit).answer;
+    }
+    GpuNeed need{gpu, count, 0};
+    if (count) need.total_bytes = checked_mul(*count, gpu.capacity_bytes);
     out.push_back(std::move(need));
   }
   std::stable_sort(out.begin(), out.end(), [](const GpuNeed& a, const GpuNeed& b) {

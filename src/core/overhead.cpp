@@ -30,17 +30,6 @@ std::uint64_t cublas_workspace_count(Mode mode) {
   return mode == Mode::train ? 2 : 1;
 }
 
-// vLLM charges memory outside PyTorch that grows between its start-up
-// snapshot and the end of profiling (vllm utils/mem_utils.py
-// memory_profiling, non_torch_increase; the same accounting in V1 since
-// vllm PR #19312). Default: 0.16 GiB, the value logged on an H100 at TP 1
-// in vllm PR #12126, the change that settled this accounting; logs print
-// it rounded to 0.01 GiB, and V1 logs with torch.compile show 0.02 GiB.
-std::uint64_t vllm_default_non_torch() {
-  // 0.16 × 2^30, rounded to the byte.
-  return 171'798'692;
-}
-
 std::uint64_t allocator_block_bytes(std::uint64_t request) {
   constexpr std::uint64_t min_block = 512;               // kMinBlockSize
   constexpr std::uint64_t min_large_alloc = 10 * k_mib;  // kMinLargeAlloc

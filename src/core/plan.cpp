@@ -111,7 +111,10 @@ PlanResult plan(PlanRequest request) {
     h.host_per_node = checked_mul(r.budget.host_bytes, h.ranks_per_node);
     r.host_link = std::move(h);
   }
-  if (request.gpu) r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
+  if (request.gpu) {
+    r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
+    r.decode_bound = plan_decode_bound(request.model, w, r.budget, *request.gpu);
+  }
   r.request = std::move(request);
   return r;
 }

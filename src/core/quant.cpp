@@ -559,6 +559,35 @@ StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSp
   return parts;
 }
 
+// A GGUF file's blk.N tensors, as Ollama groups them (fs/ggml/ggml.go
+// Tensors.GroupLayers, Layer.Size: each tensor's bytes in its own type).
+std::uint64_t gguf_block_bytes(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w,
+                               std::uint64_t block) {
+  const GgufContext c{
+      w.quant,   m.num_layers,  m.num_attention_heads / m.num_key_value_heads, m.tie_word_embeddings,
+      m.experts, m.dense_layers};
+  StateParts parts(Detail::totals);
+  for (const ParamTensor& t : tensors) {
+    if (t.scope == ParamScope::layer) gguf_parts(parts, t, c, LayerRange{block, block + 1});
+  }
+  return sharded_bytes(parts, 1);
+}
+
+// Ollama's output layer: output_norm and output, or token_embd when the
+// file has no output tensor (tied embeddings; llm/memory.go).
+std::uint64_t gguf_output_bytes(std::span<const ParamTensor> tensors, const ModelSpec& m, const Workload& w) {
+  const GgufContext c{
+      w.quant,   m.num_layers,  m.num_attention_heads / m.num_key_value_heads, m.tie_word_embeddings,
+      m.experts, m.dense_layers};
+  StateParts parts(Detail::totals);
+  for (const ParamTensor& t : tensors) {
+    const bool output = t.scope == ParamScope::final_norm || t.scope == ParamScope::lm_head ||
+                        (m.tie_word_embeddings && t.scope == ParamScope::embedding);
+    if (output) gguf_parts(parts, t, c, LayerRange{0, m.num_layers});
+  }
+  return sharded_bytes(parts, 1);
+}
+
 }  // namespace core
 
 }  // namespace vramcalc

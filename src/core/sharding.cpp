@@ -50,6 +50,53 @@ ModelSpec tensor_parallel_shard(const ModelSpec& m, std::uint64_t tp, std::uint6
   return s;
 }
 
+std::string tensor_parallel_refusal(const ModelSpec& model, const Quant& q, std::uint64_t tp) {
+  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
+  if (padded % tp != 0) return fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp);
+  if (model.ssm.kind != StateSpace::none) {
+    // MambaMixer and MambaMixer2 split the mixer's channels and heads;
+    // Mamba-2's groups of B and C split too, or repeat over the ranks when
+    // there are fewer of them (mamba_mixer2.py extra_groups_for_head_shards).
+    const SsmShape& s = model.ssm;
+    if (s.inner % tp != 0) return fmt::format("a mixer width of {} is not a multiple of {}", s.inner, tp);
+    if (s.kind == StateSpace::mamba2 && s.heads % tp != 0) {
+      return fmt::format("{} mixer heads are not a multiple of {}", s.heads, tp);
+    }
+    if (s.kind == StateSpace::mamba2 && s.groups % tp != 0 && tp % s.groups != 0) {
+      return fmt::format("{} groups neither divide into {} ranks nor repeat evenly over them", s.groups, tp);
+    }
+    if (s.attention_layers + s.mlp_layers + s.moe_layers == 0) return {};  // no attention, no MLP
+  }
+  if (model.num_attention_heads % tp != 0) {
+    return fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp);
+  }
+  const std::uint64_t kv = model.num_key_value_heads;
+  if (kv >= tp ? kv % tp != 0 : tp % kv != 0) {
+    return fmt::format("{} KV heads neither divide into {} ranks nor replicate evenly over them", kv, tp);
+  }
+  if (model.intermediate_size % tp != 0) {
+    return fmt::format("an intermediate size of {} is not a multiple of {}", model.intermediate_size, tp);
+  }
+  // Every rank holds all experts, each with I_e/tp columns (vLLM's default
+  // without --enable-expert-parallel, fused_moe/layer.py).
+  if (model.expert_intermediate % tp != 0 || model.shared_expert_intermediate % tp != 0) {
+    return fmt::format("the experts' widths ({}, shared {}) are not multiples of {}",
+                       model.expert_intermediate, model.shared_expert_intermediate, tp);
+  }
+  // The vision tower's heads and MLP split too (mm_encoder_tp_mode "weights").
+  const VisionShape& v = model.vision;
+  if (v.wrapper != Multimodal::none && (v.heads % tp != 0 || v.intermediate % tp != 0)) {
+    return fmt::format("the vision tower's {} heads and MLP width {} are not multiples of {}", v.heads,
+                       v.intermediate, tp);
+  }
+  if ((q.kind == QuantKind::gptq || q.kind == QuantKind::awq) && q.group > 0 &&
+      (model.intermediate_size / tp) % q.group != 0) {
+    return fmt::format("{}'s groups of {} do not tile a rank's {} down-projection inputs", quant_text(q),
+                       q.group, model.intermediate_size / tp);
+  }
+  return {};
+}
+
 namespace core {
 
 namespace {

@@ -104,6 +104,13 @@ class StateParts {
 /// The weights an engine keeps in host memory (llama.cpp: token_embd).
 [[nodiscard]] StateParts host_weight_parts(std::span<const ParamTensor> tensors, const ModelSpec& m,
                                            const Workload& w, Detail detail);
+/// Bytes of a GGUF file's block `block` (its blk.N tensors), and of its
+/// output layer (output_norm with output, or token_embd when tied), each
+/// tensor in its own type (src/core/quant.cpp; Ollama's layer sizes).
+[[nodiscard]] std::uint64_t gguf_block_bytes(std::span<const ParamTensor> tensors, const ModelSpec& m,
+                                             const Workload& w, std::uint64_t block);
+[[nodiscard]] std::uint64_t gguf_output_bytes(std::span<const ParamTensor> tensors, const ModelSpec& m,
+                                              const Workload& w);
 /// bitsandbytes 4-bit: the blocks of 64 elements of an `elements`-element
 /// weight, one absmax each (src/core/quant.cpp).
 [[nodiscard]] std::uint64_t bnb_4bit_blocks(std::uint64_t elements);

@@ -9,13 +9,14 @@
 #include "io/errors.hpp"
 #include "io/spell.hpp"
 #include "vramcalc/error.hpp"
+#include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
 
 namespace {
 
 const std::vector<std::string>& fit_targets() {
-  static const std::vector<std::string> names = {"batch", "seq", "concurrency", "gpus", "gpu"};
+  static const std::vector<std::string> names = {"batch", "seq", "concurrency", "gpus", "gpu", "tp"};
   return names;
 }
 
@@ -27,6 +28,7 @@ FitTarget parse_fit_target(std::string_view text, std::string_view origin) {
   if (text == "concurrency") return {FitKnob::concurrency, false};
   if (text == "gpus") return {FitKnob::gpus, false};
   if (text == "gpu") return {FitKnob::gpus, true};
+  if (text == "tp") return {FitKnob::tp, false};
   throw io::unknown_value(std::string(origin), text, fit_targets());
 }
 
@@ -52,15 +54,39 @@ std::string origin_of(const std::optional<Given<T>>& flag, std::string_view key)
 
 }  // namespace
 
-void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, const FitTarget& target,
-                       bool has_max_device, std::string_view origin) {
+FitTarget check_fit_request(const PlanRequest& request, const WorkloadInput& flags, const FitTarget& asked,
+                            bool has_max_device, std::string_view origin) {
   const std::string where(origin);
   const Workload& w = request.workload;
-  if (w.mode == Mode::infer && w.engine == Engine::vllm) {
+  // vLLM and SGLang take their share of the GPU by design; what fit can
+  // search is how many GPUs they split the model over (serving's GPUs are
+  // tensor-parallel ranks).
+  const bool pool_engine = w.mode == Mode::infer && (w.engine == Engine::vllm || w.engine == Engine::sglang);
+  FitTarget target = asked;
+  if (pool_engine && target.knob == FitKnob::gpus && !target.catalog) target.knob = FitKnob::tp;
+  if (target.knob == FitKnob::tp && !pool_engine) {
+    throw InputError(where,
+                     "--for tp searches the tensor-parallel size of a serving engine that splits the model: "
+                     "--engine vllm or sglang (for training, --for gpus under --zero/--fsdp)");
+  }
+  if (target.knob == FitKnob::tp && !defaulted(request, "tp")) {
+    throw InputError(origin_of(flags.tp, "tp"),
+                     "conflicts with --for tp: fit searches the tensor-parallel size; drop one of them");
+  }
+  if (target.knob == FitKnob::tp && w.engine == Engine::vllm &&
+      vllm_era(w.engine_config.vllm.version) == VllmEra::v0_9 && defaulted(request, "non_torch_memory")) {
     throw InputError(
         where,
-        "vLLM takes its share of the GPU by design, so there is nothing to search: `vramcalc plan` "
-        "reports its KV blocks, tokens, max concurrency and the longest --seq that fits");
+        "vLLM before 0.11 charges NCCL's start-up to its non-torch memory, which vramcalc cannot "
+        "predict at tp > 1: give --non-torch-memory from a start-up log, or a --vllm-version "
+        "from 0.11");
+  }
+  if (pool_engine && target.knob != FitKnob::tp) {
+    throw InputError(where,
+                     fmt::format("{} takes its share of the GPU by design, so only the GPU count is left "
+                                 "to search (--for tp); `vramcalc plan` reports its pool, tokens, max "
+                                 "concurrency and the longest --seq that fits",
+                                 w.engine == Engine::vllm ? "vLLM" : "SGLang"));
   }
   if (!request.colocated.empty()) {
     throw InputError(origin_of(flags.colocate, "colocate"),
@@ -92,6 +118,8 @@ void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, c
             fmt::format("conflicts with {} seq: fit searches the sequence length; drop one of them", where));
       }
       break;
+    case FitKnob::tp:
+      break;
     case FitKnob::gpus:
       if (w.mode != Mode::train) {
         throw InputError(where,
@@ -110,6 +138,7 @@ void check_fit_request(const PlanRequest& request, const WorkloadInput& flags, c
   if (!target.catalog && !request.gpu && !has_max_device) {
     throw io::needs_limit(where);
   }
+  return target;
 }
 
 Headroom parse_headroom(std::string_view text, std::string_view origin) {

@@ -136,7 +136,8 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
                                      "frozen or trained) is not modelled yet; serving is",
                                      model.name, name_of(model.vision.wrapper)));
   }
-  if (model.vision.wrapper != Multimodal::none && in.engine && in.engine->value == Engine::llamacpp) {
+  if (model.vision.wrapper != Multimodal::none && in.engine &&
+      (in.engine->value == Engine::llamacpp || in.engine->value == Engine::ollama)) {
     conflict(in.engine->origin, fmt::format("llama.cpp loads {}'s vision tower from a separate mmproj GGUF "
                                             "file, which is not modelled yet",
                                             model.name));
@@ -170,23 +171,28 @@ void reject_unmodelled_layers(const ModelSpec& model, const WorkloadInput& in) {
   }
   const bool hf_training = hf_training_layers && !autocast;
   // llama.cpp's own rules (src/io/engines/llamacpp.cpp) say which MoE layouts it is modelled for.
-  const bool llamacpp_serving =
-      (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::llamacpp;
+  // Ollama's runner is llama.cpp, with the same rules.
+  const bool llamacpp_serving = (!in.mode || in.mode->value == Mode::infer) && in.engine &&
+                                (in.engine->value == Engine::llamacpp || in.engine->value == Engine::ollama);
+  // SGLang's pool and its chunk's working set take MoE and MLA layers.
+  const bool sglang_serving =
+      (!in.mode || in.mode->value == Mode::infer) && in.engine && in.engine->value == Engine::sglang;
   if ((model.experts > 0 || model.kv_lora_rank > 0) && !megatron_training && !vllm_serving && !hf_serving &&
-      !hf_training && !llamacpp_serving) {
+      !hf_training && !llamacpp_serving && !sglang_serving) {
     const ParameterCount pc = count_parameters(model);
-    conflict(
-        model.name,
-        fmt::format("{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
-                    "but budgets for these layers are modelled for Megatron training (--mode train "
-                    "--framework megatron), vLLM serving (--engine vllm) and, without latent attention, "
-                    "attention sinks or dense first layers, transformers generate and training (without "
-                    "adapters) and llama.cpp (--engine llamacpp) only so far",
-                    model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
-                                                    model.experts, model.experts_per_token)
-                                      : std::string("multi-head latent attention"),
-                    model.experts > 0 && model.kv_lora_rank > 0 ? " and multi-head latent attention" : "",
-                    format_thousands(pc.total), format_thousands(pc.active)));
+    conflict(model.name,
+             fmt::format(
+                 "{}{}: its {} parameters ({} active per token) are counted (`vramcalc models`), "
+                 "but budgets for these layers are modelled for Megatron training (--mode train "
+                 "--framework megatron), vLLM and SGLang serving (--engine vllm, sglang) and, without latent "
+                 "attention, "
+                 "attention sinks or dense first layers, transformers generate and training (without "
+                 "adapters) and llama.cpp (--engine llamacpp) only so far",
+                 model.experts > 0 ? fmt::format("mixture-of-experts layers ({} experts, {} per token)",
+                                                 model.experts, model.experts_per_token)
+                                   : std::string("multi-head latent attention"),
+                 model.experts > 0 && model.kv_lora_rank > 0 ? " and multi-head latent attention" : "",
+                 format_thousands(pc.total), format_thousands(pc.active)));
   }
 }
 
@@ -267,6 +273,8 @@ void check_mode_keys(const WorkloadInput& in, const Workload& w) {
   if (in.microbatches && !train)
     conflict(in.microbatches->origin, "micro-batches per step apply to training (--mode train)");
   check_vllm_keys(in, w);
+  check_sglang_keys(in, w);
+  check_ollama_keys(in);
   if (!train)
     check_supported(w, core::TrainingFeature::inference, in.framework ? in.framework->origin : "framework");
 }
@@ -464,7 +472,7 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   // default engine for one, and another engine needs --quant.
   const bool gguf_file = w.quant.file != nullptr;
   w.engine = pick(r, in.engine, gguf_file ? Engine::llamacpp : Engine::hf, "engine");
-  if (gguf_file && w.engine != Engine::llamacpp) {
+  if (gguf_file && w.engine != Engine::llamacpp && w.engine != Engine::ollama) {
     conflict(in.engine->origin,
              fmt::format("{} is a GGUF file, which vramcalc plans under llama.cpp (the default for it); for "
                          "another engine give --quant with the weight format it serves",
@@ -553,6 +561,8 @@ PlanRequest resolve(ModelSpec model, const WorkloadInput& in) {
   io::resolve_gpu(r, in);
   io::check_float8_gpu(r, in);
   if (r.workload.engine == Engine::vllm) io::resolve_vllm(model, r, in);
+  if (r.workload.engine == Engine::sglang) io::resolve_sglang(model, r, in);
+  if (r.workload.engine == Engine::ollama) io::resolve_ollama(model, r, in);
   io::resolve_overhead(r, in);
   r.model = std::move(model);
   return r;

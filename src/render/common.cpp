@@ -99,6 +99,22 @@ std::string parallel_text(const Parallel& p) {
          (p.pp > 1 ? fmt::format(" (stage {}'s rank shown), ", p.stage.value_or(0)) : " (one rank shown), ");
 }
 
+namespace {
+
+// Ollama's settings (docs/formulas.md, "Ollama — --engine ollama").
+std::string ollama_line(const Workload& w) {
+  const OllamaConfig& c = w.engine_config.ollama;
+  return fmt::format(
+      "infer, ollama {}: num_ctx {} × {} parallel, num_batch {}, weights {}, KV cache {}, flash attention "
+      "{}, "
+      "num_gpu {}",
+      release_text(c.version), w.seq, w.batch, c.num_batch, quant_text(w.quant), kv_text(w),
+      w.attention == AttentionImpl::flash ? "on" : "off",
+      c.num_gpu < 0 ? std::string("auto") : fmt::format("{}", c.num_gpu));
+}
+
+}  // namespace
+
 std::string workload_line(const Workload& w, const ModelShape& m) {
   if (w.mode == Mode::infer && w.engine == Engine::vllm && m.ssm.kind != StateSpace::none) {
     return fmt::format(
@@ -108,6 +124,18 @@ std::string workload_line(const Workload& w, const ModelShape& m) {
         name_of(w.dtype), name_of(w.dtype == DType::fp8 ? DType::bf16 : w.dtype),
         static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6,
         w.engine_config.vllm.tp > 1 ? fmt::format(", tp {} (one rank shown)", w.engine_config.vllm.tp) : "");
+  }
+  if (w.mode == Mode::infer && w.engine == Engine::ollama) return ollama_line(w);
+  if (w.mode == Mode::infer && w.engine == Engine::sglang) {
+    const SglangConfig& c = w.engine_config.sglang;
+    return fmt::format(
+        "infer, sglang {}: context {}, chunked prefill {}, weights {}, KV cache {}, mem_fraction_static "
+        "{:.6g}, "
+        "page {}{}",
+        release_text(c.version), w.seq, c.chunked_prefill,
+        w.quant.kind == QuantKind::none ? std::string(name_of(w.dtype)) : quant_text(w.quant), kv_text(w),
+        static_cast<double>(c.mem_fraction_ppb) / 1e9, c.page_size,
+        c.tp > 1 ? fmt::format(", tp {} (one rank shown)", c.tp) : "");
   }
   if (w.mode == Mode::infer && w.engine == Engine::vllm) {
     return fmt::format(
@@ -215,9 +243,32 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
   return fmt::format("{}.{}%", tenths / 10, tenths % 10);
 }
 
+std::string release_text(std::uint64_t version) {
+  return fmt::format("{}.{}.{}", version / 10000, version / 100 % 100, version % 100);
+}
+
+// SGLang's pool in its own terms (docs/formulas.md, "SGLang's token pool").
+std::string sglang_lines(const PlanResult& p) {
+  const ServingPool& s = p.budget.serving;
+  const Workload& w = p.request.workload;
+  std::string out = "\n";
+  out += fmt::format(
+      "SGLang share    {:>10} GiB  = {} GiB free before loading × {:.6g}; the weights take {} GiB\n",
+      format_gib(s.requested), format_gib(s.startup_free),
+      static_cast<double>(w.engine_config.sglang.mem_fraction_ppb) / 1e9, format_gib(s.non_kv));
+  out += fmt::format("token pool      {:>10} tokens ({} per token over all layers), {} request slots\n",
+                     format_thousands(s.kv_tokens),
+                     format_bytes(s.block_bytes / w.engine_config.sglang.page_size),
+                     format_thousands(s.max_num_seqs));
+  out += fmt::format("max concurrency {:>10.2f}x requests of {} tokens\n", s.max_concurrency,
+                     format_thousands(w.seq));
+  return out;
+}
+
 std::string serving_lines(const PlanResult& p) {
   const ServingPool& s = p.budget.serving;
   const Workload& w = p.request.workload;
+  if (s.engine == Engine::sglang) return sglang_lines(p);
   std::string out = "\n";
   out += fmt::format(
       "vLLM budget     {:>10} GiB  = {} GiB × {:g}; {} GiB go to weights, the profiled peak and "

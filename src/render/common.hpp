@@ -55,6 +55,8 @@ struct CheckpointQuant {
 /// vLLM's pool in three lines (--engine vllm): its budget, blocks and
 /// concurrency, each line ending in a newline, preceded by a blank line.
 [[nodiscard]] std::string serving_lines(const PlanResult& p);
+/// A release number major·10⁴ + minor·10² + patch as "0.4.3".
+[[nodiscard]] std::string release_text(std::uint64_t version);
 
 /// The colocated processes (--colocate), one line each with its peak
 /// device memory and largest components, then the GPU's total; "" without

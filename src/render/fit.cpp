@@ -1,8 +1,11 @@
 // `vramcalc fit` output: table, markdown and JSON "vramcalc.fit/1".
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "render/common.hpp"
 #include "render/json.hpp"
+#include "vramcalc/formulas.hpp"
 #include "vramcalc/render.hpp"
 
 namespace vramcalc {
@@ -23,6 +26,10 @@ std::string question(const FitReport& r) {
       return fmt::format("most concurrent sequences that fit at context {}", r.request.workload.seq);
     case FitKnob::gpus:
       return "fewest data-parallel GPUs that fit";
+    case FitKnob::tp:
+      return fmt::format(
+          "smallest tensor-parallel size (GPUs) at which {} starts and holds a request of {} tokens",
+          name_of(r.request.workload.engine), r.request.workload.seq);
   }
   return "";
 }
@@ -33,8 +40,11 @@ std::string side(const FitReport& r, const PlanResult& p, std::uint64_t value) {
   const std::uint64_t limit = r.limit_bytes;
   const std::string where = peak <= limit ? fmt::format("{} GiB under the limit", format_gib(limit - peak))
                                           : fmt::format("{} GiB over the limit", format_gib(peak - limit));
-  return fmt::format("{} {}: peak device {} GiB, {}", name_of(r.result->search.knob), value, format_gib(peak),
-                     where);
+  // A serving engine that refuses to start says why.
+  const std::string refused =
+      p.fit && !p.fit->fits && peak <= limit ? fmt::format("; {}", p.fit->reason) : "";
+  return fmt::format("{} {}: peak device {} GiB, {}{}", name_of(r.result->search.knob), value,
+                     format_gib(peak), where, refused);
 }
 
 std::string knob_table(const FitReport& r, bool explain) {
@@ -50,8 +60,19 @@ std::string knob_table(const FitReport& r, bool explain) {
     out += fmt::format("{}: nothing fits\n", question(r));
   }
   if (f.at_answer) out += fmt::format("  fits:    {}\n", side(r, *f.at_answer, *s.answer));
-  if (f.at_beyond) out += fmt::format("  too big: {}\n", side(r, *f.at_beyond, *s.beyond));
-  if (s.answer && !s.beyond) out += fmt::format("  the search stops at {}: {}\n", s.bound, s.bound_reason);
+  if (f.at_beyond) {
+    out += fmt::format("  {} {}\n",
+                       s.knob == FitKnob::tp ? "fails:  " : "too big:", side(r, *f.at_beyond, *s.beyond));
+  }
+  if (s.knob == FitKnob::tp && s.answer && *s.answer > 1 && s.beyond.value_or(0) + 1 < *s.answer) {
+    // The sizes between were skipped: the engine cannot split the model so.
+    const std::uint64_t below = *s.answer - 1;
+    out += fmt::format("  skipped: tp {} does not split the model ({})\n", below,
+                       tensor_parallel_refusal(r.request.model, r.request.workload.quant, below));
+  }
+  if (s.answer && !s.beyond && s.knob != FitKnob::tp) {
+    out += fmt::format("  the search stops at {}: {}\n", s.bound, s.bound_reason);
+  }
   if (f.blocker) out += fmt::format("  blocked by {}: {}\n", name_of(*f.blocker), f.why);
   out += fmt::format("({} evaluations)\n", s.evaluations);
   if (explain) {
@@ -72,17 +93,32 @@ std::string catalog_table(const FitReport& r) {
   out += fmt::format("{}: {}\n", r.request.model.name,
                      render_detail::workload_line(r.request.workload, r.request.model));
   out += fmt::format("GPUs needed, smallest total memory first ({})\n\n", r.limit_text);
-  out += fmt::format("{:<16} {:>12} {:>7} {:>12}\n", "gpu", "GiB each", "count", "total GiB");
-  std::string none;
+  std::size_t width = 16;
   for (const GpuNeed& n : r.needs) {
+    if (n.count) width = std::max(width, n.gpu.id.size());  // the rows shown
+  }
+  out += fmt::format("{:<{}} {:>12} {:>7} {:>12}\n", "gpu", width, "GiB each", "count", "total GiB");
+  std::string none;
+  std::size_t slices = 0;
+  std::size_t small_slices = 0;
+  for (const GpuNeed& n : r.needs) {
+    if (n.gpu.mig) ++slices;
     if (!n.count) {
-      none += (none.empty() ? "" : ", ") + n.gpu.id;
+      if (n.gpu.mig) {
+        ++small_slices;  // counted below, not named: there are many
+      } else {
+        none += (none.empty() ? "" : ", ") + n.gpu.id;
+      }
       continue;
     }
-    out += fmt::format("{:<16} {:>12} {:>7} {:>12}\n", n.gpu.id, format_gib(n.gpu.capacity_bytes), *n.count,
-                       format_gib(n.total_bytes));
+    out += fmt::format("{:<{}} {:>12} {:>7} {:>12}\n", n.gpu.id, width, format_gib(n.gpu.capacity_bytes),
+                       *n.count, format_gib(n.total_bytes));
   }
   if (!none.empty()) out += fmt::format("\ndoes not fit at any count: {}\n", none);
+  if (small_slices > 0) {
+    out += fmt::format("{}MIG slices too small (one process per slice): {} of {} (vramcalc gpus --mig)\n",
+                       none.empty() ? "\n" : "", small_slices, slices);
+  }
   return out;
 }
 
@@ -109,6 +145,7 @@ std::string catalog_markdown(const FitReport& r) {
   out += fmt::format("`{}`\n\n", render_detail::workload_line(r.request.workload, r.request.model));
   out += "| gpu | GiB each | count | total GiB |\n|---|---:|---:|---:|\n";
   for (const GpuNeed& n : r.needs) {
+    if (!n.count && n.gpu.mig) continue;  // MIG slices that are too small
     if (n.count) {
       out += fmt::format("| {} | {} | {} | {} |\n", n.gpu.id, format_gib(n.gpu.capacity_bytes), *n.count,
                          format_gib(n.total_bytes));

@@ -72,6 +72,36 @@ json model_json(const PlanResult& p) {
   return j;
 }
 
+// Ollama's settings with defaults resolved, and its own estimate
+// (--engine ollama; docs/formulas.md, "Ollama — --engine ollama").
+json ollama_json(const PlanResult& p) {
+  const Workload& w = p.request.workload;
+  const OllamaConfig& c = w.engine_config.ollama;
+  const OllamaEstimate e = ollama_estimate(p.request.model, w, w.batch, w.seq);
+  return {{"version", render_detail::release_text(c.version)},
+          {"num_ctx", w.seq},
+          {"num_parallel", w.batch},
+          {"num_batch", c.num_batch},
+          {"num_gpu", c.num_gpu < 0 ? json(nullptr) : json(c.num_gpu)},
+          {"flash_attention", w.attention == AttentionImpl::flash},
+          {"kv_cache_type", render_detail::kv_text(w)},
+          {"gpu_free_bytes", c.gpu_free},
+          {"gpu_overhead_bytes", c.gpu_overhead},
+          {"gpu_layers", ollama_gpu_layers(p.request.model, w)},
+          {"estimate",
+           {{"layers_offload", e.layers},
+            {"layers_model", e.model_layers},
+            {"context", e.context},
+            {"batch", e.batch},
+            {"kv_bytes", e.kv},
+            {"graph_full_bytes", e.graph_full},
+            {"graph_partial_bytes", e.graph_partial},
+            {"weights_repeating_bytes", e.repeating},
+            {"weights_nonrepeating_bytes", e.output},
+            {"required_partial_bytes", e.allocation},
+            {"required_full_bytes", e.total}}}};
+}
+
 json workload_json(const PlanResult& p) {
   const Workload& w = p.request.workload;
   const bool train = w.mode == Mode::train;
@@ -126,6 +156,22 @@ json workload_json(const PlanResult& p) {
   } else {
     j["vllm"] = nullptr;
   }
+  if (!train && w.engine == Engine::sglang) {
+    const SglangConfig& c = w.engine_config.sglang;
+    j["sglang"] = {
+        {"version", render_detail::release_text(c.version)},
+        {"mem_fraction_static", static_cast<double>(c.mem_fraction_ppb) / 1e9},
+        {"chunked_prefill_size", c.chunked_prefill},
+        {"cuda_graph_max_bs", c.cuda_graph_max_bs},
+        {"max_total_tokens", c.max_total_tokens > 0 ? json(c.max_total_tokens) : json(nullptr)},
+        {"max_running_requests", c.max_running_requests > 0 ? json(c.max_running_requests) : json(nullptr)},
+        {"page_size", c.page_size},
+        {"tp", c.tp},
+        {"gpu_mib", c.gpu_mib}};
+  } else {
+    j["sglang"] = nullptr;
+  }
+  j["ollama"] = !train && w.engine == Engine::ollama ? ollama_json(p) : json(nullptr);
   j["dp"] = w.dp;
   j["parallel"] =
       train ? json{{"tp", w.parallel.tp},
@@ -205,6 +251,25 @@ json rank_json(const Budget& b) {
   return j;
 }
 
+// The decode step's lower bound (docs/formulas.md, "Decode-step bound"); null without one.
+json decode_bound_json(const PlanResult& p) {
+  if (!p.decode_bound) return nullptr;
+  const DecodeBound& d = *p.decode_bound;
+  return {{"lower_bound", true},
+          {"weight_bytes", d.weight_bytes},
+          {"kv_bytes", d.kv_bytes},
+          {"requests", d.requests},
+          {"kv_bytes_per_request", d.kv_bytes_per_request},
+          {"bytes", d.bytes},
+          {"bandwidth_bytes_per_s", d.bandwidth_bytes_per_s},
+          {"bandwidth_source", d.bandwidth_source},
+          {"seconds", d.seconds},
+          {"seconds_one_request", d.seconds_one_request},
+          {"requests_before_latency_doubles",
+           d.requests_to_double > 0 ? json(d.requests_to_double) : json(nullptr)},
+          {"kv_basis", d.kv_basis}};
+}
+
 }  // namespace
 
 namespace render_detail {
@@ -259,16 +324,19 @@ json plan_json(const PlanResult& p) {
   }
   if (b.serving.present) {
     const ServingPool& s = b.serving;
-    j["serving"] = {{"kv_blocks", s.kv_blocks},
-                    {"kv_tokens", s.kv_tokens},
-                    {"max_concurrency", s.max_concurrency},
-                    {"blocks_per_request", s.blocks_per_request},
-                    {"shared_prefix_blocks", s.shared_blocks},
-                    {"block_bytes", s.block_bytes},
-                    {"kv_groups", s.kv_groups},
-                    {"requested_bytes", s.requested},
-                    {"non_kv_bytes", s.non_kv},
-                    {"available_kv_bytes", s.available}};
+    j["serving"] = {
+        {"kv_blocks", s.kv_blocks},
+        {"kv_tokens", s.kv_tokens},
+        {"max_concurrency", s.max_concurrency},
+        {"blocks_per_request", s.blocks_per_request},
+        {"shared_prefix_blocks", s.shared_blocks},
+        {"block_bytes", s.block_bytes},
+        {"kv_groups", s.kv_groups},
+        {"requested_bytes", s.requested},
+        {"non_kv_bytes", s.non_kv},
+        {"available_kv_bytes", s.available},
+        {"engine", std::string(name_of(s.engine))},
+        {"max_running_requests", s.engine == Engine::sglang ? json(s.max_num_seqs) : json(nullptr)}};
   } else {
     j["serving"] = nullptr;
   }
@@ -303,6 +371,7 @@ json plan_json(const PlanResult& p) {
   } else {
     j["megatron_estimate"] = nullptr;
   }
+  j["decode_bound"] = decode_bound_json(p);
   j["gpu_total_bytes"] = p.gpu_total;
   json assumptions = json::object();
   for (const auto& [what, why] : b.assumptions) assumptions[what] = why;

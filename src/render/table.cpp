@@ -17,6 +17,30 @@ std::string bar(std::uint64_t part, std::uint64_t whole, std::size_t width) {
   return out;
 }
 
+std::string duration(double seconds) {
+  return seconds >= 1e-4 ? fmt::format("{:.2f} ms", seconds * 1e3) : fmt::format("{:.2f} µs", seconds * 1e6);
+}
+
+// The decode step's lower bound (docs/formulas.md, "Decode-step bound").
+std::string decode_bound_line(const PlanResult& p) {
+  if (!p.decode_bound) return "";
+  const DecodeBound& d = *p.decode_bound;
+  std::string out = fmt::format(
+      "\ndecode step ≥ {}: a lower bound, weights {} GiB + KV cache {} GiB ({} request{}) read once at "
+      "{:.0f} "
+      "GB/s\n",
+      duration(d.seconds), format_gib(d.weight_bytes), format_gib(d.kv_bytes), d.requests,
+      d.requests == 1 ? "" : "s", static_cast<double>(d.bandwidth_bytes_per_s) / 1e9);
+  std::string more;
+  if (d.requests != 1) more = fmt::format("one request ≥ {}", duration(d.seconds_one_request));
+  if (d.requests_to_double > 0) {
+    more += fmt::format("{}the bound doubles at {:.1f} requests (weights ÷ one request's KV cache)",
+                        more.empty() ? "" : "; ", d.requests_to_double);
+  }
+  if (!more.empty()) out += "  " + more + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string render_table(const PlanResult& p) {
@@ -87,6 +111,7 @@ std::string render_table(const PlanResult& p) {
     out += fmt::format("{:<28} {:>10}{}\n", b.phases[i].when, format_gib(b.phases[i].total),
                        i == b.peak_phase ? "  <- peak" : "");
   }
+  out += decode_bound_line(p);
   out += pipeline_lines(p);
   out += offload_lines(p);
   out += communication_lines(p);

@@ -309,10 +309,17 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
             {"engine", "vllm"},
             {"gpu", "h200"},
             {"tp", "2"}},
-           {{"model", "nvidia--nemotron-h-56b-base-8k.json"}, {"seq", "2048"}}}) {
+           {{"model", "nvidia--nemotron-h-56b-base-8k.json"}, {"seq", "2048"}},
+           // A short prompt in a long static cache; SGLang's pool, dense and MoE at tp 4.
+           {{"seq", "32768"}, {"prompt_len", "1000"}, {"cache", "static"}, {"attention", "eager"}},
+           {{"seq", "32768"}, {"prompt_len", "1000"}, {"max_new_tokens", "500"}},
+           {{"engine", "sglang"}, {"gpu", "h100-80gb"}},
+           {{"model", "qwen3-30b-a3b"}, {"engine", "sglang"}, {"gpu", "h100-80gb"}, {"tp", "4"}}}) {
     WorkloadInput in;
     std::string model = "llama-3.1-8b";
+    std::string described;
     for (const auto& [k, v] : settings) {
+      described += k + "=" + v + " ";
       if (k == "model") {
         model = v;
       } else {
@@ -338,7 +345,7 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
       }
     }
     // Most leaves are plain expressions whose inputs reproduce the bytes.
-    INFO(checked << " of " << leaves << " leaves evaluated");
+    INFO(described << ": " << checked << " of " << leaves << " leaves evaluated");
     CHECK(checked * 4 >= leaves * 3);
   }
 }

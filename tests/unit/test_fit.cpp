@@ -193,3 +193,97 @@ TEST_CASE("fit requests: the knob must apply and not be given twice", "[io][fit]
                     Catch::Contains("needs a limit"));
   CHECK_NOTHROW(check_fit_request(r, train, {FitKnob::batch, false}, true, "--for"));
 }
+
+TEST_CASE("fit --for tp: the smallest tensor-parallel size that starts, and the size below it does not",
+          "[fit][tp]") {
+  const ModelSpec m = load_model("llama-3.1-70b");
+  for (const char* engine : {"vllm", "sglang"}) {
+    INFO(engine);
+    const PlanRequest r = test::request(m, {{"engine", engine}, {"gpu", "h100-80gb"}, {"seq", "32768"}});
+    const FitResult f = fit(r, FitKnob::tp, r.gpu->capacity_bytes);
+    REQUIRE(f.search.answer);
+    REQUIRE(f.search.beyond);
+    CHECK(*f.search.beyond < *f.search.answer);
+    // The plans on both sides, with the engine's own start-up checks.
+    REQUIRE(f.at_answer);
+    REQUIRE(f.at_beyond);
+    CHECK(f.at_answer->fit->fits);
+    CHECK_FALSE(f.at_beyond->fit->fits);
+    // 70B in bf16 (131 GiB) cannot start on one 80 GB GPU.
+    CHECK(*f.search.answer > 1);
+    CHECK(fits_within(r.model, with_knob(r.workload, FitKnob::tp, *f.search.answer), r.gpu->capacity_bytes));
+  }
+}
+
+TEST_CASE("fit --for tp skips sizes that do not split the model", "[fit][tp]") {
+  // 6 heads, 2 KV heads, a vocabulary of 192: 1, 2 and 6 split it; 3 does
+  // not (3 ranks neither divide 2 KV heads nor replicate them evenly), nor
+  // 4 or 5.
+  const ModelSpec m = test::model(R"({"model_type": "llama", "vocab_size": 192, "hidden_size": 48,
+    "num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 2, "intermediate_size": 96,
+    "max_position_embeddings": 64})");
+  const Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu_mem", "1GiB"}, {"seq", "64"}});
+  // A limit no size starts under: every splitting size is tried, the last one reported.
+  const FitSearch none = fit_search(m, w, FitKnob::tp, 1 << 20);
+  CHECK_FALSE(none.answer);
+  CHECK(none.evaluations == 3);
+  CHECK(none.beyond == 6);
+  CHECK(none.bound == 6);
+}
+
+TEST_CASE("fit --for tp applies to vLLM and SGLang, and --for gpus is tp there", "[fit][tp][errors]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const WorkloadInput flags;
+  auto target = [&](test::Settings s, const char* what) {
+    return check_fit_request(test::request(m, s), flags, parse_fit_target(what, "--for"), false, "--for");
+  };
+  CHECK(target({{"engine", "vllm"}, {"gpu", "h100-80gb"}}, "gpus").knob == FitKnob::tp);
+  CHECK(target({{"engine", "sglang"}, {"gpu", "h100-80gb"}}, "tp").knob == FitKnob::tp);
+  CHECK_THROWS_WITH(target({{"gpu", "h100-80gb"}}, "tp"), Catch::Contains("--engine vllm or sglang"));
+  CHECK_THROWS_WITH(target({{"engine", "vllm"}, {"gpu", "h100-80gb"}}, "batch"), Catch::Contains("--for tp"));
+  CHECK_THROWS_WITH(target({{"engine", "sglang"}, {"gpu", "h100-80gb"}, {"tp", "2"}}, "tp"),
+                    Catch::Contains("drop one of them"));
+  // Before 0.11 the non-torch memory at tp > 1 is not predicted.
+  CHECK_THROWS_WITH(target({{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"vllm_version", "0.10.1"}}, "tp"),
+                    Catch::Contains("--non-torch-memory"));
+  CHECK(target({{"engine", "vllm"},
+                {"gpu", "h100-80gb"},
+                {"vllm_version", "0.10.1"},
+                {"non_torch_memory", "2GiB"}},
+               "tp")
+            .knob == FitKnob::tp);
+}
+
+TEST_CASE("fit --for tp: each size's plan is the plan resolved at that tp", "[fit][tp]") {
+  // What follows the tensor-parallel size at the input boundary (vLLM's
+  // measured non-torch memory and communicators, SGLang's graph batch and
+  // memory fraction) follows it in the search too.
+  for (const char* model : {"llama-3.1-70b", "qwen3-30b-a3b"}) {
+    const ModelSpec m = load_model(model);
+    for (const char* engine : {"vllm", "sglang"}) {
+      for (const char* version : {"0.19.0", "0.12.0", ""}) {
+        auto resolve_at = [&](const char* tp) {
+          WorkloadInput in;
+          set_from_text(in, "engine", engine, "--engine");
+          set_from_text(in, "gpu", "h100-80gb", "--gpu");
+          set_from_text(in, "seq", "32768", "--seq");
+          if (*version != '\0' && std::string_view(engine) == "vllm") {
+            set_from_text(in, "vllm_version", version, "--vllm-version");
+          }
+          if (tp != nullptr) set_from_text(in, "tp", tp, "--tp");
+          return resolve(m, in).workload;
+        };
+        for (const char* tp : {"2", "4", "8"}) {
+          INFO(model << " " << engine << " " << version << " tp " << tp);
+          const Workload searched = with_knob(resolve_at(nullptr), FitKnob::tp, std::stoull(tp));
+          const Workload resolved = resolve_at(tp);
+          CHECK(estimate_totals(m, searched).peak_device == estimate_totals(m, resolved).peak_device);
+          CHECK(searched.engine_config.vllm.non_torch == resolved.engine_config.vllm.non_torch);
+          CHECK(searched.engine_config.vllm.communicators == resolved.engine_config.vllm.communicators);
+          CHECK(searched.engine_config.sglang.mem_fraction_ppb ==
+                resolved.engine_config.sglang.mem_fraction_ppb);
+        }
+      }
+    }
+  }
+}

@@ -87,7 +87,8 @@ TEST_CASE("MoE and MLA: what Megatron training accepts, and what stays refused",
                       "--ep", "8 experts do not split evenly over 3 ranks");
   test::check_rejects(mixtral, {{"mode", "train"}, {"framework", "megatron"}, {"ep", "4"}, {"dp", "2"}},
                       "--ep", "must divide dp × cp = 2");
-  test::check_rejects(mixtral, {{"mode", "lora"}}, "mixtral-8x7b", "vLLM serving (--engine vllm)");
+  test::check_rejects(mixtral, {{"mode", "lora"}}, "mixtral-8x7b",
+                      "vLLM and SGLang serving (--engine vllm, sglang)");
   test::check_rejects(mixtral, {{"mode", "infer"}, {"framework", "megatron"}}, "--framework",
                       "the megatron profile models training");
   const ModelSpec dense = load_model("llama-3.1-8b");

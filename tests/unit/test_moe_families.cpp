@@ -146,7 +146,7 @@ TEST_CASE("transformers generate: an MoE layer's working set under grouped_mm, b
   // Latent attention and gpt-oss's sinks are not modelled under generate.
   CHECK_THROWS_WITH(test::workload(load_model("deepseek-v3"), {}), Catch::Contains("transformers generate"));
   CHECK_THROWS_WITH(test::workload(load_model("gpt-oss-120b"), {}), Catch::Contains("attention sinks"));
-  CHECK_THROWS_WITH(test::workload(m, {{"mode", "lora"}}), Catch::Contains("vLLM serving"));
+  CHECK_THROWS_WITH(test::workload(m, {{"mode", "lora"}}), Catch::Contains("vLLM and SGLang serving"));
 }
 
 TEST_CASE("hf training: an MoE layer's saved tensors under grouped_mm and its backward, by hand",

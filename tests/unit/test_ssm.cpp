@@ -140,7 +140,9 @@ TEST_CASE("vllm: a pool of whole request states, sized after a profiling run wit
                                         {"overhead", "0"},
                                         {"max_num_batched_tokens", "16"},
                                         {"max_num_seqs", "4"},
-                                        {"sampler", "native"}});
+                                        {"sampler", "native"},
+                                        {"vllm_version", "0.16"},
+                                        {"enforce_eager", "yes"}});
   // A config without positions: max_model_len 2048 unless given.
   CHECK(w.seq == 2048);
   // One layer's page: the convolution's K − 1 = 3 columns of I = 16
@@ -181,6 +183,7 @@ TEST_CASE("vllm: a pool of whole request states, sized after a profiling run wit
                                               {"non_torch_memory", "0"},
                                               {"overhead", "0"},
                                               {"sampler", "flashinfer"},
+                                              {"enforce_eager", "yes"},
                                               {"max_num_batched_tokens", "600"},
                                               {"max_num_seqs", "600"}}));
   REQUIRE(r.fit);

@@ -19,7 +19,8 @@ namespace {
 using Settings = std::initializer_list<std::pair<std::string, std::string>>;
 
 // Tiny Llama (helpers.hpp): V=10, h=8, L=2, k=1, d=4, I=12, 64 positions.
-// --overhead 0 leaves out the cuBLAS workspace, so every byte is below.
+// --overhead 0 leaves out the cuBLAS workspace, so every byte is below;
+// vLLM 0.16 (the sort sampler), eager (no CUDA graphs).
 PlanRequest tiny(Settings extra) {
   const ModelSpec m = test::model(test::k_tiny_llama);
   WorkloadInput in;
@@ -29,7 +30,9 @@ PlanRequest tiny(Settings extra) {
                                      {"max_num_batched_tokens", "8"},
                                      {"max_num_seqs", "2"},
                                      {"non_torch_memory", "0"},
-                                     {"overhead", "0"}}) {
+                                     {"overhead", "0"},
+                                     {"vllm_version", "0.16"},
+                                     {"enforce_eager", "yes"}}) {
     set_from_text(in, k, v, "--" + k);
   }
   for (const auto& [k, v] : extra) set_from_text(in, k, v, "--" + k);
@@ -114,9 +117,16 @@ TEST_CASE("vllm: engine-argument defaults follow vllm serve", "[vllm]") {
   const PlanRequest h100 = request("h100-80gb");
   CHECK(h100.workload.engine_config.vllm.max_num_batched_tokens == 8192);
   CHECK(h100.workload.engine_config.vllm.max_num_seqs == 1024);
-  CHECK(h100.workload.engine_config.vllm.utilization_ppm == 900000);
+  // The newest release modelled: 0.92 (PR #38284), FlashInfer's sampler
+  // (PR #40376), 0.25 GiB of non-torch memory at tp 1, 51 capture sizes.
+  CHECK(h100.workload.engine_config.vllm.version == 2500);
+  CHECK(h100.workload.engine_config.vllm.utilization_ppm == 920000);
+  CHECK(h100.workload.engine_config.vllm.sampler == VllmSampler::flashinfer);
   CHECK(h100.workload.engine_config.vllm.block_size == 16);
-  CHECK(h100.workload.engine_config.vllm.non_torch == vllm_default_non_torch());
+  CHECK(h100.workload.engine_config.vllm.non_torch == 268435456);
+  CHECK(h100.workload.engine_config.vllm.max_cudagraph_capture_size == 512);
+  CHECK(h100.workload.engine_config.vllm.gpu_sms == 132);
+  CHECK(h100.workload.engine_config.vllm.communicators == 0);
   // max_model_len is the config's max_position_embeddings.
   CHECK(h100.workload.seq == 131072);
   CHECK(std::find(h100.defaulted.begin(), h100.defaulted.end(), "batch") == h100.defaulted.end());
@@ -173,7 +183,7 @@ TEST_CASE("vllm plans follow the plan-output schema", "[vllm]") {
     const nlohmann::json j = nlohmann::json::parse(render_json(plan(resolve(m, in))));
     test::check_required(s, j, "");
     CHECK(j["serving"]["kv_blocks"].is_number_integer());
-    CHECK(j["workload"]["vllm"]["sampler"] == "native");
+    CHECK(j["workload"]["vllm"]["sampler"] == "flashinfer");
   }
 }
 
@@ -213,7 +223,13 @@ TEST_CASE("vllm: a tensor-parallel rank holds its shard of every layer", "[vllm]
   CHECK(b.serving.block_bytes == 1ULL << 20);
   // The sampler all-gathers whole logits rows: the profiled peak does not shrink.
   const Budget one_rank = estimate(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
-  CHECK(test::component(b, Component::transient) == test::component(one_rank, Component::transient));
+  auto profiled = [](const Budget& x) {
+    for (const Phase& p : x.phases) {
+      if (p.name == "profile") return p.live[static_cast<std::size_t>(Component::transient)];
+    }
+    return std::uint64_t{0};
+  };
+  CHECK(profiled(b) == profiled(one_rank));
   CHECK(b.serving.kv_blocks > 2 * one_rank.serving.kv_blocks);
 }
 
@@ -353,6 +369,7 @@ TEST_CASE("vllm: Gemma 2's pool with 20 GiB available, by hand", "[vllm][hybrid]
       test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_batched_tokens", "8192"}});
   w.engine_config.vllm.utilization_ppm = 1'000'000;
   w.engine_config.vllm.non_torch = 0;
+  w.engine_config.vllm.enforce_eager = true;  // no CUDA graphs reserved
   const std::uint64_t avail = 20ULL << 30;
   const ServingPool p = vllm_pool(m, w, w.engine_config.vllm.gpu_total - avail, 0);
   CHECK(p.available == avail);
@@ -368,4 +385,174 @@ TEST_CASE("vllm: Gemma 2's pool with 20 GiB available, by hand", "[vllm][hybrid]
   // The pool's bytes are the blocks in each of the 21 shared tensors.
   const Budget b = estimate(m, test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}}));
   CHECK(test::component(b, Component::kv_cache) == b.serving.kv_blocks * 21 * 131072);
+}
+
+// ---- releases (docs/formulas.md, "vLLM's versions") --------------------------------
+
+TEST_CASE("vllm: --vllm-version picks the release's accounting, and refuses what is not modelled",
+          "[vllm][version]") {
+  WorkloadInput in;
+  set_from_text(in, "vllm_version", "0.19.0", "--vllm-version");
+  CHECK(in.vllm_version->value == 1900);
+  set_from_text(in, "vllm_version", "0.10.1.post1", "--vllm-version");
+  CHECK(in.vllm_version->value == 1001);
+  set_from_text(in, "vllm_version", "0.11", "--vllm-version");
+  CHECK(in.vllm_version->value == 1100);
+  CHECK_THROWS_WITH(set_from_text(in, "vllm_version", "0.8.5", "--vllm-version"),
+                    Catch::Contains("--vllm-version") && Catch::Contains("0.9.2"));
+  CHECK_THROWS_WITH(set_from_text(in, "vllm_version", "0.26.0", "--vllm-version"), Catch::Contains("#49208"));
+  CHECK_THROWS_WITH(set_from_text(in, "vllm_version", "1.0", "--vllm-version"), Catch::Contains("newer"));
+  CHECK_THROWS_AS(set_from_text(in, "vllm_version", "v0.19", "--vllm-version"), InputError);
+  CHECK_THROWS_AS(set_from_text(in, "vllm_version", "0.19.0-beta", "--vllm-version"), InputError);
+
+  CHECK(vllm_era(902) == VllmEra::v0_9);
+  CHECK(vllm_era(1100) == VllmEra::v0_11);
+  CHECK(vllm_era(1602) == VllmEra::v0_11);
+  CHECK(vllm_era(1700) == VllmEra::v0_17);
+  CHECK(vllm_era(2003) == VllmEra::v0_18);
+  CHECK(vllm_era(2100) == VllmEra::v0_21);
+  CHECK_FALSE(vllm_reserves_graphs(2002));
+  CHECK(vllm_reserves_graphs(2100));
+}
+
+TEST_CASE("vllm: the measured non-torch memory and communicators by release and tp", "[vllm][version]") {
+  // Hundredths of a GiB, to the byte.
+  auto gib = [](std::uint64_t centi) { return (centi * (std::uint64_t{1} << 30) + 50) / 100; };
+  CHECK(vllm_default_non_torch(1000, 1, 1) == gib(16));
+  CHECK_FALSE(vllm_default_non_torch(1000, 2, 1).has_value());
+  CHECK(vllm_default_non_torch(1500, 1, 1) == gib(13));
+  CHECK(vllm_default_non_torch(1700, 2, 1) == gib(55));
+  CHECK(vllm_default_non_torch(1900, 1, 1) == gib(25));
+  CHECK(vllm_default_non_torch(1900, 1, 2) == gib(7));
+  CHECK(vllm_default_non_torch(1900, 2, 1) == gib(207));
+  CHECK(vllm_default_non_torch(2200, 4, 1) == gib(217));
+  CHECK(vllm_default_non_torch(2200, 8, 1) == gib(217));
+  CHECK(gib(103) == 1'105'954'079);
+
+  const ModelSpec dense = load_model("llama-3.1-8b");
+  const ModelSpec moe = load_model("qwen3-30b-a3b");
+  CHECK(vllm_communicator_bytes(1900, 1, vllm_expert_group(dense, 1900)) == 0);
+  CHECK(vllm_communicator_bytes(1900, 4, vllm_expert_group(dense, 1900)) == gib(103));
+  CHECK(vllm_communicator_bytes(1900, 4, vllm_expert_group(moe, 1900)) == gib(103) + gib(50));
+  // Before PR #30739 every model had the expert-parallel group.
+  CHECK(vllm_communicator_bytes(1200, 2, vllm_expert_group(dense, 1200)) == gib(103) + gib(50));
+  // Before 0.11 they are in the non-torch memory the log gives.
+  CHECK(vllm_communicator_bytes(1000, 2, vllm_expert_group(dense, 1000)) == 0);
+
+  // Resolved: tp 4 at 0.19 takes the measured 2.17 GiB and the communicators,
+  // which vLLM needs free at start beside the requested share.
+  const PlanRequest r = test::request(
+      dense, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "4"}, {"vllm_version", "0.19.0"}});
+  CHECK(r.workload.engine_config.vllm.non_torch == gib(217));
+  CHECK(r.workload.engine_config.vllm.communicators == gib(103));
+  CHECK(r.workload.engine_config.vllm.utilization_ppm == 900000);
+  CHECK(r.workload.engine_config.vllm.sampler == VllmSampler::native);
+  const Budget b = estimate(r.model, r.workload);
+  CHECK(b.serving.startup_free ==
+        b.serving.requested + r.workload.runtime_overhead + r.workload.engine_config.vllm.communicators);
+  // Before 0.11 at tp > 1 the non-torch memory must be given.
+  test::check_rejects(dense,
+                      {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"tp", "2"}, {"vllm_version", "0.10.1"}},
+                      "--tp", "--non-torch-memory");
+}
+
+TEST_CASE("vllm: CUDA graph capture sizes and the graph pool, by hand", "[vllm][graphs]") {
+  // 1, 2, 4; 8 … 248 (31); 256 … 512 by 16 (17).
+  CHECK(vllm_capture_size_count(512) == 51);
+  CHECK(vllm_capture_size_count(256) == 35);
+  CHECK(vllm_capture_size_count(300) == 37);
+  CHECK(vllm_capture_size_count(8) == 4);
+  CHECK(vllm_capture_size_count(7) == 3);
+  CHECK(vllm_capture_size_count(3) == 2);
+  CHECK(vllm_capture_size_count(1) == 1);
+
+  // Llama 3.1 8B on one H100 at 0.19: 51 piecewise and 51 full graphs. The
+  // full first capture is FA3's accumulators, 32·512·32 heads·129·4 B =
+  // 270,532,608 B; each further graph 192 KiB × 32 layers = 6,291,456 B:
+  // 270,532,608 + 100 × 6,291,456 = 899,678,208 B (0.84 GiB, as vLLM 0.19
+  // estimates it in llm-d's log).
+  const ModelSpec m = load_model("llama-3.1-8b");
+  Workload w = test::workload(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"vllm_version", "0.19.0"}});
+  CHECK(w.engine_config.vllm.max_cudagraph_capture_size == 512);
+  VllmCudaGraphs g = vllm_cuda_graphs(m, w);
+  CHECK(g.piecewise == 51);
+  CHECK(g.full == 51);
+  CHECK(g.first == 270'532'608);
+  CHECK(g.per_graph == 6'291'456);
+  CHECK(g.bytes == 899'678'208);
+  // At tp 4 a rank's 8 heads give 67,633,152 B, below the piecewise first
+  // capture's 120 MiB: 125,829,120 + 100 × 6,291,456 = 754,974,720 B.
+  Workload w4 = w;
+  w4.engine_config.vllm.tp = 4;
+  CHECK(vllm_cuda_graphs(tensor_parallel_shard(m, 4), w4).bytes == 754'974'720);
+  // 256 sequences: sizes up to 512, full graphs up to 256.
+  w.engine_config.vllm.max_num_seqs = 256;
+  g = vllm_cuda_graphs(m, w);
+  CHECK(g.full == 35);
+  CHECK(g.first == 270'532'608 / 2);
+  // 0.9.2–0.10: piecewise graphs only.
+  w.engine_config.vllm.version = 1000;
+  CHECK(vllm_cuda_graphs(m, w).full == 0);
+  // --enforce-eager: none.
+  w.engine_config.vllm.enforce_eager = true;
+  CHECK(vllm_cuda_graphs(m, w).bytes == 0);
+
+  // Resolved: --max-cudagraph-capture-size caps the sizes, at most the batched tokens.
+  const PlanRequest r = test::request(m, {{"engine", "vllm"},
+                                          {"gpu", "h100-80gb"},
+                                          {"max_cudagraph_capture_size", "100000"},
+                                          {"max_num_batched_tokens", "256"},
+                                          {"max_num_seqs", "128"}});
+  CHECK(r.workload.engine_config.vllm.max_cudagraph_capture_size == 256);
+  test::check_rejects(m,
+                      {{"engine", "vllm"},
+                       {"gpu", "h100-80gb"},
+                       {"enforce_eager", "yes"},
+                       {"max_cudagraph_capture_size", "64"}},
+                      "--max_cudagraph_capture_size", "--enforce-eager");
+}
+
+TEST_CASE("vllm: from 0.21 the graph estimate is reserved, and the graph pool is held while serving",
+          "[vllm][graphs]") {
+  const ModelSpec m = load_model("llama-3.1-8b");
+  auto at = [&](const char* version) {
+    return test::workload(m, {{"engine", "vllm"},
+                              {"gpu", "h100-80gb"},
+                              {"vllm_version", version},
+                              {"gpu_memory_utilization", "0.9"},
+                              {"non_torch_memory", "0"},
+                              {"sampler", "native"}});
+  };
+  const Workload w20 = at("0.20.0");
+  const Workload w21 = at("0.21.0");
+  const std::uint64_t graphs = vllm_cuda_graphs(m, w21).bytes;
+  const Budget b20 = estimate(m, w20);
+  const Budget b21 = estimate(m, w21);
+  CHECK(b20.serving.available - b21.serving.available == graphs);
+  // Serving holds the profiled working set and the graph pool.
+  std::uint64_t profile = 0, serve = 0;
+  for (const Phase& p : b21.phases) {
+    if (p.name == "profile") profile = p.live[static_cast<std::size_t>(Component::transient)];
+    if (p.name == "serve") serve = p.live[static_cast<std::size_t>(Component::transient)];
+  }
+  CHECK(serve == profile + graphs);
+  // --enforce-eager: no pool, nothing reserved.
+  Workload eager = w21;
+  eager.engine_config.vllm.enforce_eager = true;
+  CHECK(estimate(m, eager).serving.available == b20.serving.available);
+}
+
+TEST_CASE("vllm: from 0.17 the sampler filters with Triton, by hand", "[vllm][version]") {
+  CHECK(vllm_triton_sampler_rows(132, 1024) == 132);
+  CHECK(vllm_triton_sampler_rows(132, 100) == 128);
+  CHECK(vllm_triton_sampler_rows(108, 8) == 8);
+  CHECK(vllm_triton_sampler_rows(58, 40) == 58);
+  // The tiny Llama with S = T = 8 at 0.17: hidden T·h 64 and 2·S·h 128, the
+  // padded logits 8·64 = 512, all bf16: 1,408 B; fp32 logits, the
+  // probabilities and the exponential noise, 8·10·4 B each, and the buffer's
+  // 8 rows of 10 fp32: 4 × 320 = 1,280 B. 2,688 B against the forward's 1,088.
+  const Budget b = budget({{"vllm_version", "0.17.0"}, {"max_num_seqs", "8"}});
+  CHECK(test::component(b, Component::transient) == 1408 + 1280);
+  // Fewer than 8 sequences still sort (apply_top_k_top_p_pytorch).
+  CHECK(test::component(budget({{"vllm_version", "0.17.0"}}), Component::transient) == k_native_peak);
 }

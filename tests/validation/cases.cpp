@@ -294,22 +294,29 @@ Evaluation evaluate_cpu_cases() {
   return out;
 }
 
+// A comparison of a published figure with the plan's: within `tolerance`
+// (relative), or `rounding` bytes when the log's print rounding is given.
+void add_comparison(Evaluation& out, const std::string& id, const char* kind, std::uint64_t measured,
+                    std::uint64_t predicted, double tolerance, std::uint64_t rounding) {
+  Comparison x;
+  x.case_id = id;
+  x.kind = kind;
+  x.measured = measured;
+  x.predicted = predicted;
+  x.tolerance = tolerance;
+  x.tolerance_bytes = rounding;
+  out.comparisons.push_back(x);
+}
+
 // A vLLM start-up log: the KV blocks within the 2%, and the terms
 // the log prints: weights within their printed rounding, the profiled
 // activation peak (vLLM's torch peak increase, which includes the cuBLAS
-// workspace, as the transient component does) within 5%, and the
+// workspace, as the profile moment's transient buffers do) within 5%, and the
 // concurrency where it is printed.
 void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& expect, const Budget& b) {
   auto add = [&](const char* kind, std::uint64_t measured, std::uint64_t predicted, double tolerance,
                  std::uint64_t rounding) {
-    Comparison x;
-    x.case_id = id;
-    x.kind = kind;
-    x.measured = measured;
-    x.predicted = predicted;
-    x.tolerance = tolerance;
-    x.tolerance_bytes = rounding;
-    out.comparisons.push_back(x);
+    add_comparison(out, id, kind, measured, predicted, tolerance, rounding);
   };
   const ServingPool& s = b.serving;
   if (expect.contains("kv_blocks")) {
@@ -325,8 +332,58 @@ void add_vllm_comparisons(Evaluation& out, const std::string& id, const json& ex
       b.components[static_cast<std::size_t>(Component::weights)], expect.value("weights_tolerance", 0.0),
       expect.value("weights_rounding_bytes", std::uint64_t{0}));
   if (expect.contains("activation_peak_bytes")) {
-    add("vLLM profiled peak (published)", expect["activation_peak_bytes"].get<std::uint64_t>(),
-        b.components[static_cast<std::size_t>(Component::transient)], 0.05, 0);
+    // The profiling run's moment (serving's holds the CUDA graphs' pool too).
+    std::uint64_t profiled = 0;
+    for (const Phase& p : b.phases) {
+      if (p.name == "profile") profiled = p.live[static_cast<std::size_t>(Component::transient)];
+    }
+    add("vLLM profiled peak (published)", expect["activation_peak_bytes"].get<std::uint64_t>(), profiled,
+        0.05, 0);
+  }
+}
+
+// An SGLang start-up log: the pool's tokens within 2%, and what loading
+// took from the free memory (the weights in whole allocator blocks) within
+// the log's print rounding, or a relative tolerance the case states.
+void add_sglang_comparisons(Evaluation& out, const std::string& id, const json& expect, const Budget& b) {
+  add_comparison(out, id, "SGLang pool tokens (published)", expect["kv_tokens"].get<std::uint64_t>(),
+                 b.serving.kv_tokens, 0.02, 0);
+  add_comparison(out, id, "SGLang weights loaded (published)", expect["weights_bytes"].get<std::uint64_t>(),
+                 b.serving.non_kv, expect.value("weights_tolerance", 0.0),
+                 expect.value("weights_rounding_bytes", std::uint64_t{0}));
+}
+
+// An Ollama `msg=offload` log line (llm/memory.go MemoryEstimate.LogValue):
+// the layers it offloads exactly, and each memory figure the case gives
+// within that figure's print rounding (format.HumanBytes2: one decimal of
+// GiB or MiB), in "<name>_bytes" and "<name>_rounding_bytes", or within a
+// relative "<name>_tolerance" the case states with its reason.
+void add_ollama_comparisons(Evaluation& out, const std::string& id, const json& expect,
+                            const PlanRequest& r) {
+  const OllamaEstimate e = ollama_estimate(r.model, r.workload, r.workload.batch, r.workload.seq);
+  add_comparison(out, id, "Ollama layers.offload (published)", expect["layers_offload"].get<std::uint64_t>(),
+                 e.layers, 0.0, 0);
+  add_comparison(out, id, "Ollama n-gpu-layers (published)", expect["layers_offload"].get<std::uint64_t>(),
+                 ollama_gpu_layers(r.model, r.workload), 0.0, 0);
+  struct Figure {
+    const char* name;
+    const char* kind;
+    std::uint64_t predicted;
+  };
+  const Figure figures[] = {{"kv", "Ollama memory.required.kv (published)", e.kv},
+                            {"graph_full", "Ollama memory.graph.full (published)", e.graph_full},
+                            {"graph_partial", "Ollama memory.graph.partial (published)", e.graph_partial},
+                            {"repeating", "Ollama memory.weights.repeating (published)", e.repeating},
+                            {"nonrepeating", "Ollama memory.weights.nonrepeating (published)", e.output},
+                            {"required_partial", "Ollama memory.required.partial (published)", e.allocation},
+                            {"required_full", "Ollama memory.required.full (published)", e.total}};
+  for (const Figure& f : figures) {
+    const std::string key = std::string(f.name) + "_bytes";
+    if (!expect.contains(key)) continue;
+    // A relative tolerance where the case states one with its reason.
+    add_comparison(out, id, f.kind, expect[key].get<std::uint64_t>(), f.predicted,
+                   expect.value(std::string(f.name) + "_tolerance", 0.0),
+                   expect.value(std::string(f.name) + "_rounding_bytes", std::uint64_t{0}));
   }
 }
 
@@ -364,6 +421,14 @@ Evaluation evaluate_published_cases() {
     const std::string quantity = v["quantity"].get<std::string>();
     if (quantity == "vllm") {
       add_vllm_comparisons(out, id, v["expect"], b);
+      continue;
+    }
+    if (quantity == "sglang") {
+      add_sglang_comparisons(out, id, v["expect"], b);
+      continue;
+    }
+    if (quantity == "ollama") {
+      add_ollama_comparisons(out, id, v["expect"], r);
       continue;
     }
     Comparison x;

@@ -100,9 +100,9 @@ Inventory mamba2_working_set(const ModelSpec& m, const Workload& w, std::uint64_
     const WorkingSetAdder add{inv, phase};
     add_block_inputs(add, m, checked_mul(T, m.hidden_size), c);
     add(".in_proj", "in_proj output: the gate z, x, B, C and dt", checked_mul(T, projected), c,
-        "b·t·(2I + 2GN + H)", k_mamba2);
+        "b·t·(2·I + 2·G·N + H)", k_mamba2);
     add(".conv_out", "the convolution's output over x, B and C (SiLU)", checked_mul(T, conv), c,
-        "b·t·(I + 2GN)", k_mamba2);
+        "b·t·(I + 2·G·N)", k_mamba2);
     add(".scan_out", "the scan's output", TI, c, "b·t·I", k_mamba2);
   };
   Inventory scan(detail);

@@ -3,6 +3,8 @@
 // other blocks in host memory, K and V of each layer for the padded cells
 // of every sequence, and the compute buffer, all allocated at load as
 // whole ggml backend buffers.
+#include "core/engines/llamacpp.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -10,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "core/engines/engine.hpp"
 #include "core/states.hpp"
 #include "vramcalc/formulas.hpp"
 

@@ -10,12 +10,14 @@ namespace vramcalc::core {
 extern const EngineModule k_hf_engine;
 extern const EngineModule k_llamacpp_engine;
 extern const EngineModule k_vllm_engine;
+extern const EngineModule k_sglang_engine;
+extern const EngineModule k_ollama_engine;
 
 namespace {
 
 // In Engine's order.
-constinit ModuleTable<EngineModule, Engine, k_max_engines> g_engines{&k_hf_engine, &k_llamacpp_engine,
-                                                                     &k_vllm_engine};
+constinit ModuleTable<EngineModule, Engine, k_max_engines> g_engines{
+    &k_hf_engine, &k_llamacpp_engine, &k_vllm_engine, &k_sglang_engine, &k_ollama_engine};
 
 }  // namespace
 

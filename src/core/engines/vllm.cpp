@@ -4,6 +4,7 @@
 // leaves (vllm_pool.cpp); its start-up refusals; tensor parallelism.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -13,6 +14,47 @@
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc::core {
+
+namespace {
+
+// The top-k/top-p step of the dummy sampler over S·V fp32 logits, as the
+// release and --sampler run it.
+void add_top_k_top_p(Inventory& samp, const VllmConfig& v, std::uint64_t S, std::uint64_t vocab) {
+  const std::uint64_t SV = checked_mul(S, vocab);
+  if (v.sampler == VllmSampler::flashinfer) {
+    constexpr std::string_view fi_source =
+        "flashinfer sampling.py top_k_top_p_sampling_from_logits (top_k_first: top_k_mask_logits, softmax)";
+    samp.add("profile.topk_masked", "top-k masked logits", SV, DType::fp32, "S·V", fi_source);
+    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", fi_source);
+    return;
+  }
+  if (vllm_era(v.version) >= VllmEra::v0_17 && S >= 8) {
+    // From 0.17 (PR #33538) batches of 8 or more filter in place with
+    // Triton, in a cached buffer of vocabulary rows; then the softmax and
+    // random_sample's exponential noise (apply_top_k_top_p at 4f6eed3bd,
+    // the v0.19.0 branch point).
+    constexpr std::string_view triton_source =
+        "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p, forward_native, random_sample; "
+        "topk_topp_triton.py apply_top_k_top_p_triton";
+    const std::uint64_t rows = vllm_triton_sampler_rows(v.gpu_sms, S);
+    samp.add("profile.triton_buffer", "Triton top-k/top-p buffer, one vocabulary row per program",
+             checked_mul(rows, vocab), DType::fp32, "min(2^⌈log2 min(SMs, S)⌉, SMs)·V", triton_source);
+    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", triton_source);
+    samp.add("profile.noise", "exponential noise of random_sample", SV, DType::fp32, "S·V", triton_source);
+    return;
+  }
+  constexpr std::string_view sort_source =
+      "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p; pytorch aten/src/ATen/native/cuda/"
+      "SortStable.cu segmented_sort_pairs";
+  samp.add("profile.sorted", "sorted logits", SV, DType::fp32, "S·V", sort_source);
+  samp.add("profile.sort_indices", "sort indices", SV, DType::int64, "S·V", sort_source);
+  samp.add("profile.sort_reverse_index", "the sort's segment index buffer", SV, DType::int64, "S·V",
+           sort_source);
+  samp.add("profile.sort_scratch", "CUB radix sort's alternate keys and values", checked_mul(3, SV),
+           DType::fp32, "3·S·V", "pytorch aten/src/ATen/cuda/cub.cuh (CUB DeviceSegmentedRadixSort)");
+}
+
+}  // namespace
 
 Inventory profile_sampler(const ModelSpec& m, const Workload& w, std::uint64_t vocab, Detail detail) {
   const VllmConfig& v = w.engine_config.vllm;
@@ -39,30 +81,36 @@ Inventory profile_sampler(const ModelSpec& m, const Workload& w, std::uint64_t v
              "vllm model_executor/layers/logits_processor.py; vocab_parallel_embedding.py (padding 64)");
   }
   samp.add("profile.logits_fp32", "fp32 logits", SV, DType::fp32, "S·V", "vllm v1/sample/sampler.py");
-  if (v.sampler == VllmSampler::native) {
-    constexpr std::string_view sort_source =
-        "vllm v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p; pytorch aten/src/ATen/native/cuda/"
-        "SortStable.cu segmented_sort_pairs";
-    samp.add("profile.sorted", "sorted logits", SV, DType::fp32, "S·V", sort_source);
-    samp.add("profile.sort_indices", "sort indices", SV, DType::int64, "S·V", sort_source);
-    samp.add("profile.sort_reverse_index", "the sort's segment index buffer", SV, DType::int64, "S·V",
-             sort_source);
-    samp.add("profile.sort_scratch", "CUB radix sort's alternate keys and values", checked_mul(3, SV),
-             DType::fp32, "3·S·V", "pytorch aten/src/ATen/cuda/cub.cuh (CUB DeviceSegmentedRadixSort)");
-  } else {
-    constexpr std::string_view fi_source =
-        "flashinfer sampling.py top_k_top_p_sampling_from_logits (top_k_first: top_k_mask_logits, softmax)";
-    samp.add("profile.topk_masked", "top-k masked logits", SV, DType::fp32, "S·V", fi_source);
-    samp.add("profile.probs", "softmax probabilities", SV, DType::fp32, "S·V", fi_source);
-  }
+  add_top_k_top_p(samp, v, S, vocab);
   return samp;
 }
 
-Moments vllm_phases(Builder& out, Inventory profile, Inventory serve) {
+// Load, the profiling run, then serving on top of the pool with the CUDA
+// graphs captured after it (gpu_worker.py compile_or_warm_up_model): their
+// private pool is held beside serving's working set. `m` is one rank's model.
+Moments vllm_phases(Builder& out, const ModelSpec& m, const Workload& w, Inventory profile, Inventory serve) {
+  const VllmCudaGraphs g = vllm_cuda_graphs(m, w);
+  if (g.bytes > 0) {
+    serve.add(g.bytes, DType::uint8, [&] {
+      // The first capture's bytes, then 192 KiB (196,608 B) per layer for
+      // each further graph.
+      return EntryText{"serve.cuda_graphs",
+                       fmt::format("CUDA graph pool: {} piecewise and {} full graphs, the first capture {} "
+                                   "and 192 KiB per layer for each further graph (measured)",
+                                   g.piecewise, g.full, format_bytes(g.first)),
+                       fmt::format("{} + {}·196608·L", g.first, g.further),
+                       "vllm v1/worker/gpu_model_runner.py profile_cudagraph_memory, capture_model; "
+                       "docs/formulas.md"};
+    });
+  }
   if (out.tree()) {
-    out.b->notes.emplace_back(
-        "vLLM captures CUDA graphs after sizing the pool: their memory (0.1-2 GiB by model and version) "
-        "comes on top and is not counted");
+    out.assume(Component::transient, [&] {
+      if (g.bytes == 0) return std::string("vLLM captures no CUDA graphs (--enforce-eager)");
+      return fmt::format("vLLM's CUDA graphs, {} after the pool is sized: {}", format_bytes(g.bytes),
+                         vllm_reserves_graphs(w.engine_config.vllm.version)
+                             ? "their estimate is reserved in the budget (vLLM ≥ 0.21)"
+                             : "not reserved in the budget (vLLM < 0.21): they use the headroom");
+    });
   }
   Moments moments;
   ComponentBytes live{};
@@ -152,6 +200,11 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
 
 namespace {
 
+// "0.19.0" from 1900.
+std::string vllm_version_text(std::uint64_t version) {
+  return fmt::format("{}.{}.{}", version / 10000, version / 100 % 100, version % 100);
+}
+
 // vLLM (--engine vllm): the weights, the profiled working set, and a KV
 // pool of whole blocks sized from what the utilization leaves.
 Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uint64_t vocab) {
@@ -188,12 +241,13 @@ Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uin
   out.set(Component::kv_cache, std::move(kv));
   out.assume(Component::kv_cache, [&] {
     return fmt::format(
-        "vLLM pool: {} × {:g} = {} requested; {} left after weights, the profiled peak and "
+        "vLLM {} pool: {} × {:g} = {} requested; {} left after weights, the profiled peak{} and "
         "non-torch memory; {} blocks = {} tokens in {}",
-        format_bytes(w.engine_config.vllm.gpu_total),
+        vllm_version_text(w.engine_config.vllm.version), format_bytes(w.engine_config.vllm.gpu_total),
         static_cast<double>(w.engine_config.vllm.utilization_ppm) / 1e6, format_bytes(pool.requested),
-        format_bytes(pool.available), format_thousands(pool.kv_blocks), format_thousands(pool.kv_tokens),
-        name_of(w.kv_dtype));
+        format_bytes(pool.available),
+        vllm_reserves_graphs(w.engine_config.vllm.version) ? ", the CUDA graphs' estimate" : "",
+        format_thousands(pool.kv_blocks), format_thousands(pool.kv_tokens), name_of(w.kv_dtype));
   });
   out.assume(Component::transient, [&] {
     return fmt::format(
@@ -204,7 +258,7 @@ Moments vllm_serve(Builder& out, const ModelSpec& m, const Workload& w, std::uin
   });
   // Serving batches stay within what the profiling run exercised.
   Inventory serve = work;
-  return vllm_phases(out, std::move(work), std::move(serve));
+  return vllm_phases(out, m, w, std::move(work), std::move(serve));
 }
 
 // vLLM's LoRA slots (--max-loras): allocated with the model, so part of
@@ -265,12 +319,24 @@ void vllm_weights(Branch& weights, const ModelSpec& full, const ModelSpec& m, co
   }
 }
 
-// The non-torch memory vLLM's profiling charges to its budget.
+// The non-torch memory vLLM's profiling charges to its budget, and the
+// communicators NCCL started before its snapshot (resolved with their
+// defaults at the input boundary: vllm_default_non_torch,
+// vllm_communicator_bytes).
 void vllm_overhead(Branch& out, const Workload& w) {
   out.leaf(w.engine_config.vllm.non_torch, 1, [] {
     return LeafText{"non_torch", "memory outside PyTorch that vLLM's profiling charges (non-torch increase)",
-                    "--non-torch-memory", "vllm utils/mem_utils.py memory_profiling; docs/formulas.md"};
+                    "--non-torch-memory, or measured by release and tp (vllm_default_non_torch)",
+                    "vllm utils/mem_utils.py memory_profiling; docs/formulas.md, \"vLLM's versions\""};
   });
+  if (w.engine_config.vllm.communicators > 0) {
+    out.leaf(w.engine_config.vllm.communicators, 1, [] {
+      return LeafText{
+          "communicators", "NCCL communicators started before vLLM's snapshot (not in its budget)",
+          "1.03 GiB at tp > 1, + 0.5 GiB with an expert-parallel group (measured)",
+          "vllm v1/worker/gpu_worker.py init_device (PR #25359); docs/formulas.md, \"vLLM's versions\""};
+    });
+  }
 }
 
 void vllm_refuse(FitVerdict& v, const ServingPool& s, std::uint64_t others) {
@@ -284,8 +350,8 @@ void vllm_refuse(FitVerdict& v, const ServingPool& s, std::uint64_t others) {
     v.fits = false;
     v.headroom = -static_cast<std::int64_t>(std::min(startup - v.gpu.capacity_bytes, max));
     v.reason = fmt::format(
-        "vLLM needs {} GiB free at start (total × utilization plus the CUDA context){}; "
-        "lower --gpu-memory-utilization",
+        "vLLM needs {} GiB free at start (total × utilization plus the CUDA context and, at tp > 1, "
+        "NCCL's communicators){}; lower --gpu-memory-utilization",
         format_gib(s.startup_free),
         others > 0 ? fmt::format(" and the colocated processes hold {} GiB", format_gib(others)) : "");
   } else if (s.recurrent && (s.kv_blocks == 0 || s.max_num_seqs > s.kv_blocks)) {

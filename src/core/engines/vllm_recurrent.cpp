@@ -64,7 +64,7 @@ Inventory profiled_mixer(const ModelSpec& m, std::uint64_t T, DType c, Detail d)
   const std::uint64_t projected = checked_add(checked_add(s.inner, conv), s.heads);
   add_layer_io(add, "profile", Th, c, false);
   add("profile.in_proj", "in_proj output: the gate, x, B, C and dt", checked_mul(T, projected), c,
-      "T·(2I + 2GN + H)", k_mixer2);
+      "T·(2·I + 2·G·N + H)", k_mixer2);
   add("profile.ssm_output", "the scan's preallocated output", TI, c, "T·I", k_mixer2);
   // The later moment, the gated norm's output and out_proj's, against the
   // clone of x, B and C inside the op.
@@ -73,7 +73,7 @@ Inventory profiled_mixer(const ModelSpec& m, std::uint64_t T, DType c, Detail d)
     add("profile.norm_out", "the gated norm's output", TI, c, "T·I", k_mixer2);
     add("profile.out_proj", "out_proj's output and the layer's", checked_mul(2, Th), c, "2·T·h", k_mixer2);
   } else {
-    add("profile.xBC_clone", "x, B and C cloned inside the op", checked_mul(T, conv), c, "T·(I + 2GN)",
+    add("profile.xBC_clone", "x, B and C cloned inside the op", checked_mul(T, conv), c, "T·(I + 2·G·N)",
         k_mixer2);
   }
   return inv;
@@ -115,10 +115,10 @@ Inventory prefill_mixer(const ModelSpec& m, std::uint64_t T, DType c, Detail d) 
   const std::uint64_t chunks = ceil_div(T, s.chunk);
   add_layer_io(add, "prefill", Th, c, false);
   add("prefill.in_proj", "in_proj output: the gate, x, B, C and dt", checked_mul(T, projected), c,
-      "T·(2I + 2GN + H)", k_mixer2);
+      "T·(2·I + 2·G·N + H)", k_mixer2);
   add("prefill.ssm_output", "the scan's preallocated output", TI, c, "T·I", k_mixer2);
-  add("prefill.conv_out", "the convolution's output over x, B and C", checked_mul(T, conv), c, "T·(I + 2GN)",
-      k_mixer2);
+  add("prefill.conv_out", "the convolution's output over x, B and C", checked_mul(T, conv), c,
+      "T·(I + 2·G·N)", k_mixer2);
   add("prefill.dt_cumsum", "dt and its cumulative decay per chunk (fp32)",
       checked_product(2, s.heads, chunks, s.chunk), DType::fp32, "2·H·⌈T/cs⌉·cs", k_ssd);
   add("prefill.passed_states", "the states passed from chunk to chunk (state dtype)",
@@ -217,7 +217,7 @@ Moments vllm_recurrent_serve(Builder& out, const ModelSpec& m, const Workload& w
         "#52872). Many short prompts in one step hold more: each starts its own scan chunks",
         format_gib(total_bytes(work)), T, format_gib(total_bytes(prefill) - total_bytes(work))));
   }
-  return vllm_phases(out, std::move(work), std::move(prefill));
+  return vllm_phases(out, m, w, std::move(work), std::move(prefill));
 }
 
 }  // namespace vramcalc::core

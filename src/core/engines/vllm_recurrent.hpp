@@ -21,8 +21,9 @@ inline constexpr std::string_view k_vllm_runner_source =
                                         Detail detail);
 
 /// The phases of a vLLM plan (load, the profiling run, serving beside the
-/// pool) once the pool is set, with the note on CUDA graphs.
-[[nodiscard]] Moments vllm_phases(Builder& out, Inventory profile, Inventory serve);
+/// pool, with the CUDA graphs' pool captured after it) once the pool is set.
+[[nodiscard]] Moments vllm_phases(Builder& out, const ModelSpec& m, const Workload& w, Inventory profile,
+                                  Inventory serve);
 
 /// What vLLM's profiling run holds at its worst moment: the larger of a
 /// decoder layer's MLP on max_num_batched_tokens tokens and the sampler step

@@ -72,7 +72,9 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
   if (in.cpu_moe && w.engine != Engine::llamacpp) {
     conflict(in.cpu_moe->origin, "is llama.cpp's expert offload: add --engine llamacpp");
   }
-  if (w.engine != Engine::llamacpp) {
+  // Ollama's runner is llama.cpp: its GGUF and cache rules apply to it too
+  // (its own keys and defaults are resolve_ollama's).
+  if (w.engine != Engine::llamacpp && w.engine != Engine::ollama) {
     if (in.kv_block) {
       conflict(in.kv_block->origin, fmt::format("{} is a llama.cpp cache type: add --engine llamacpp (other "
                                                 "engines: fp8, bf16, fp16, fp32)",
@@ -84,9 +86,12 @@ void resolve_llamacpp(const ModelSpec& model, Workload& w, const WorkloadInput& 
   const std::string& origin = in.engine ? in.engine->origin : model.name;
   check_llamacpp_moe(model, origin);
   if (w.quant.kind != QuantKind::gguf) {
-    conflict(origin,
-             "llama.cpp loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 for an "
-             "unquantized file)");
+    conflict(origin, fmt::format("{} loads GGUF files: give the file type with --quant gguf:TYPE (gguf:F16 "
+                                 "for an unquantized file{})",
+                                 w.engine == Engine::ollama ? "Ollama" : "llama.cpp",
+                                 w.engine == Engine::ollama
+                                     ? "; the library's tags name it, as in llama3.1:8b-instruct-q4_K_M"
+                                     : ""));
   }
   // llama.cpp runs Mistral and Qwen2 as full-attention models (their GGUF
   // architectures have no window); Gemma 2 and 3, Cohere 2 and EXAONE 4 use

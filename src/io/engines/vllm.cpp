@@ -3,6 +3,8 @@
 // multi-LoRA serving can take (engine_input.hpp).
 #include <algorithm>
 #include <array>
+#include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -19,55 +21,6 @@ namespace {
 // vLLM's CacheConfig block sizes (vllm/config/cache.py BlockSize).
 constexpr std::array<std::uint64_t, 7> k_vllm_block_sizes = {1, 8, 16, 32, 64, 128, 256};
 constexpr std::array<std::uint64_t, 9> k_vllm_lora_ranks = {1, 8, 16, 32, 64, 128, 256, 320, 512};
-
-// What vLLM's tensor parallelism can split (model_executor/layers/linear.py
-// and vocab_parallel_embedding.py divide exactly, or refuse to start).
-void check_tensor_parallel(const ModelSpec& model, const Workload& w, const std::string& origin) {
-  const std::uint64_t tp = w.engine_config.vllm.tp;
-  auto need = [&](bool ok, const std::string& what) {
-    if (!ok) conflict(origin, fmt::format("vLLM cannot split {} over {} ranks: {}", model.name, tp, what));
-  };
-  const std::uint64_t padded = ceil_div(model.vocab_size, 64) * 64;
-  need(padded % tp == 0, fmt::format("the vocabulary padded to {} is not a multiple of {}", padded, tp));
-  if (model.ssm.kind != StateSpace::none) {
-    // MambaMixer and MambaMixer2 split the mixer's channels and heads;
-    // Mamba-2's groups of B and C split too, or repeat over the ranks when
-    // there are fewer of them (mamba_mixer2.py extra_groups_for_head_shards).
-    const SsmShape& s = model.ssm;
-    need(s.inner % tp == 0, fmt::format("a mixer width of {} is not a multiple of {}", s.inner, tp));
-    if (s.kind == StateSpace::mamba2) {
-      need(s.heads % tp == 0, fmt::format("{} mixer heads are not a multiple of {}", s.heads, tp));
-      need(s.groups % tp == 0 || tp % s.groups == 0,
-           fmt::format("{} groups neither divide into {} ranks nor repeat evenly over them", s.groups, tp));
-    }
-    if (s.attention_layers + s.mlp_layers + s.moe_layers == 0) return;  // no attention, no MLP
-  }
-  need(model.num_attention_heads % tp == 0,
-       fmt::format("{} attention heads are not a multiple of {}", model.num_attention_heads, tp));
-  const std::uint64_t kv = model.num_key_value_heads;
-  need(kv >= tp ? kv % tp == 0 : tp % kv == 0,
-       fmt::format("{} KV heads neither divide into {} ranks nor replicate evenly over them", kv, tp));
-  need(model.intermediate_size % tp == 0,
-       fmt::format("an intermediate size of {} is not a multiple of {}", model.intermediate_size, tp));
-  // Every rank holds all experts, each with I_e/tp columns (vLLM's default
-  // without --enable-expert-parallel, fused_moe/layer.py).
-  need(model.expert_intermediate % tp == 0 && model.shared_expert_intermediate % tp == 0,
-       fmt::format("the experts' widths ({}, shared {}) are not multiples of {}", model.expert_intermediate,
-                   model.shared_expert_intermediate, tp));
-  // The vision tower's heads and MLP split too (mm_encoder_tp_mode "weights").
-  const VisionShape& v = model.vision;
-  if (v.wrapper != Multimodal::none) {
-    need(v.heads % tp == 0 && v.intermediate % tp == 0,
-         fmt::format("the vision tower's {} heads and MLP width {} are not multiples of {}", v.heads,
-                     v.intermediate, tp));
-  }
-  const Quant& q = w.quant;
-  if ((q.kind == QuantKind::gptq || q.kind == QuantKind::awq) && q.group > 0) {
-    need((model.intermediate_size / tp) % q.group == 0,
-         fmt::format("{}'s groups of {} do not tile a rank's {} down-projection inputs", quant_text(q),
-                     q.group, model.intermediate_size / tp));
-  }
-}
 
 // vLLM's multi-LoRA serving (--max-loras): vllm/config/lora.py defaults,
 // and what vramcalc models of it.
@@ -106,6 +59,15 @@ void resolve_vllm_lora(const ModelSpec& model, PlanRequest& r, const WorkloadInp
 }
 
 }  // namespace
+
+// What tensor parallelism can split in vLLM and SGLang, whose layers follow
+// vLLM's (core's tensor_parallel_refusal).
+void check_tensor_parallel(const ModelSpec& model, const Workload& w, std::uint64_t tp,
+                           std::string_view engine, const std::string& origin) {
+  const std::string why = tensor_parallel_refusal(model, w.quant, tp);
+  if (!why.empty())
+    conflict(origin, fmt::format("{} cannot split {} over {} ranks: {}", engine, model.name, tp, why));
+}
 
 std::uint64_t parse_block_size(std::string_view text, const std::string& origin) {
   const std::uint64_t n = parse_integer(text, origin, true);
@@ -152,6 +114,9 @@ void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   only(in.shared_prefix);
   only(in.non_torch_memory);
   only(in.sampler);
+  only(in.vllm_version);
+  only(in.enforce_eager);
+  only(in.max_cudagraph_capture_size);
   only(in.max_loras);
   only(in.max_lora_rank);
   only(in.lora_extra_vocab_size);
@@ -159,11 +124,107 @@ void check_vllm_keys(const WorkloadInput& in, const Workload& w) {
   const core::FrameworkModule& f = core::framework_module(w.framework);
   const bool split_training =
       train && (f.refusal(core::TrainingFeature::model_parallel).empty() || f.sequence_parallel_tp);
-  if (in.tp && in.tp->value > 1 && !vllm && !split_training) {
+  const bool sglang = in.engine && in.engine->value == Engine::sglang;
+  if (in.tp && in.tp->value > 1 && !vllm && !sglang && !split_training) {
     // Training: the framework's own words.
     if (train) check_supported(w, core::TrainingFeature::model_parallel, in.tp->origin);
-    conflict(in.tp->origin, "tensor parallelism for serving is modelled for --engine vllm so far");
+    conflict(in.tp->origin, "tensor parallelism for serving is modelled for --engine vllm and sglang so far");
   }
+}
+
+namespace {
+
+// Streaming multiprocessors (AMD: compute units) of the catalog's GPUs, from
+// the vendors' product specifications; others are taken as an H100's 132.
+std::uint64_t gpu_sms(const std::string& id) {
+  static constexpr std::array<std::pair<std::string_view, std::uint64_t>, 22> k_sms = {{
+      {"t4", 40},         {"v100-16gb", 80},  {"v100-32gb", 80}, {"a10g", 80},          {"a10", 72},
+      {"l4", 58},         {"l40s", 142},      {"a6000", 84},     {"rtx-6000-ada", 142}, {"a100-40gb", 108},
+      {"a100-80gb", 108}, {"h100-80gb", 132}, {"h100-nvl", 132}, {"h200", 132},         {"gh200", 132},
+      {"b200", 148},      {"rtx-3090", 82},   {"rtx-4090", 128}, {"rtx-5090", 170},     {"mi300x", 304},
+      {"mi325x", 304},    {"mi250x", 110},
+  }};
+  for (const auto& [name, sms] : k_sms) {
+    if (name == id) return sms;
+  }
+  return 132;
+}
+
+// What depends on the release and the layout: the non-torch memory, the
+// communicators before the snapshot, the CUDA graphs (docs/formulas.md,
+// "vLLM's versions").
+void resolve_vllm_startup(const ModelSpec& model, PlanRequest& r, const WorkloadInput& in) {
+  VllmConfig& v = r.workload.engine_config.vllm;
+  if (in.non_torch_memory) {
+    v.non_torch = pick(r, in.non_torch_memory, 0, "non_torch_memory");
+  } else if (const auto measured = vllm_default_non_torch(v.version, v.tp, 1)) {
+    v.non_torch = pick(r, in.non_torch_memory, *measured, "non_torch_memory");
+    v.non_torch_measured = true;
+  } else {
+    conflict(in.tp->origin,
+             "before 0.11 vLLM measured its non-torch memory from before NCCL started (PR #25359 moved the "
+             "snapshot), so at tp > 1 it holds NCCL's buffers, which vramcalc cannot predict: give "
+             "--non-torch-memory from the start-up log");
+  }
+  v.expert_group = vllm_expert_group(model, v.version);
+  v.communicators = vllm_communicator_bytes(v.version, v.tp, v.expert_group);
+  v.gpu_sms = gpu_sms(r.gpu->id);
+  v.enforce_eager = pick(r, in.enforce_eager, false, "enforce_eager");
+  if (v.enforce_eager && in.max_cudagraph_capture_size) {
+    conflict(in.max_cudagraph_capture_size->origin, "--enforce-eager captures no CUDA graphs");
+  }
+  // min(2·max_num_seqs, 512), at most max_num_batched_tokens (config/vllm.py
+  // _set_cudagraph_sizes; no speculative decoding).
+  const std::uint64_t largest = std::min<std::uint64_t>(2 * v.max_num_seqs, 512);
+  v.max_cudagraph_capture_size =
+      v.enforce_eager
+          ? 0
+          : std::min(pick(r, in.max_cudagraph_capture_size, largest, "max_cudagraph_capture_size"),
+                     v.max_num_batched_tokens);
+}
+
+}  // namespace
+
+std::uint64_t parse_vllm_version(std::string_view text, const std::string& origin) {
+  // X.Y[.Z], then an optional .postN, rcN or .devN suffix.
+  std::uint64_t parts[3] = {0, 0, 0};
+  std::size_t n = 0;
+  std::size_t pos = 0;
+  while (n < 3 && pos < text.size() && text[pos] >= '0' && text[pos] <= '9') {
+    std::uint64_t value = 0;
+    std::size_t digits = 0;
+    for (; pos < text.size() && text[pos] >= '0' && text[pos] <= '9' && digits < 3; ++pos, ++digits)
+      value = value * 10 + static_cast<std::uint64_t>(text[pos] - '0');
+    if (digits > 2) break;
+    parts[n++] = value;
+    if (n < 3 && pos + 1 < text.size() && text[pos] == '.' && text[pos + 1] >= '0' && text[pos + 1] <= '9')
+      ++pos;
+    else
+      break;
+  }
+  const std::string_view rest = text.substr(std::min(pos, text.size()));
+  const bool suffix_ok =
+      rest.empty() || rest.starts_with(".post") || rest.starts_with("rc") || rest.starts_with(".dev");
+  if (n < 2 || !suffix_ok) {
+    throw InputError(origin,
+                     fmt::format("expected a vLLM release such as 0.19.0 or 0.10.1.post1, got \"{}\"", text));
+  }
+  const std::uint64_t version = parts[0] * 10000 + parts[1] * 100 + parts[2];
+  if (version < k_vllm_oldest) {
+    throw InputError(origin,
+                     fmt::format("vLLM {} is older than the releases modelled (0.9.2 to 0.25): before "
+                                 "0.9.2 V0 and V1 (PR #19312) charged all memory outside PyTorch, the "
+                                 "CUDA context included, to the KV budget",
+                                 text));
+  }
+  if (version > k_vllm_newest) {
+    throw InputError(origin, fmt::format("vLLM {} is newer than the releases modelled (0.9.2 to 0.25): PR "
+                                         "#49208 (July 2026, about 0.26) measures the budget from "
+                                         "cudaMemGetInfo with the CUDA-graph profiling outside it; not "
+                                         "modelled yet",
+                                         text));
+  }
+  return version;
 }
 
 // vLLM's start-up settings (docs/formulas.md, "vLLM's KV pool"): its pool
@@ -199,7 +260,10 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
              fmt::format("vLLM's --kv-cache-dtype is auto (the model dtype, {}) or fp8", name_of(w.dtype)));
   }
   v.gpu_total = r.gpu->capacity_bytes;
-  v.utilization_ppm = pick(r, in.gpu_memory_utilization, 900000, "gpu_memory_utilization");
+  v.version = pick(r, in.vllm_version, k_vllm_default_version, "vllm_version");
+  // 0.92 since 0.21 (vllm/config/cache.py, PR #38284), 0.9 before.
+  const bool v0_21 = vllm_era(v.version) == VllmEra::v0_21;
+  v.utilization_ppm = pick(r, in.gpu_memory_utilization, v0_21 ? 920000 : 900000, "gpu_memory_utilization");
   // `vllm serve` defaults (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults,
   // OPENAI_API_SERVER): 8192 tokens and 1024 sequences on GPUs with at least
   // 70 GiB other than the A100, else 2048 and 256; sequences never exceed tokens.
@@ -215,12 +279,13 @@ void resolve_vllm(const ModelSpec& model, PlanRequest& r, const WorkloadInput& i
                          v.max_num_batched_tokens, v.max_num_seqs));
   }
   v.block_size = pick(r, in.block_size, 16, "block_size");
-  v.non_torch = pick(r, in.non_torch_memory, vllm_default_non_torch(), "non_torch_memory");
   v.shared_prefix = pick(r, in.shared_prefix, 0, "shared_prefix");
-  v.sampler = in.sampler ? in.sampler->value : VllmSampler::native;
-  if (!in.sampler) r.defaulted.emplace_back("sampler");
+  // FlashInfer's sampler by default since 0.21 (PR #40376; 0.11.1–0.20:
+  // PyTorch's, PR #26859).
+  v.sampler = pick(r, in.sampler, v0_21 ? VllmSampler::flashinfer : VllmSampler::native, "sampler");
   v.tp = pick(r, in.tp, 1, "tp");
-  if (v.tp > 1) check_tensor_parallel(model, w, in.tp->origin);
+  if (v.tp > 1) check_tensor_parallel(model, w, v.tp, "vLLM", in.tp->origin);
+  resolve_vllm_startup(model, r, in);
   resolve_vllm_lora(model, r, in);
   if (in.shared_prefix && v.shared_prefix >= w.seq) {
     conflict(in.shared_prefix->origin,
