@@ -74,6 +74,7 @@ std::optional<std::uint64_t> value_of(std::string_view name, const Symbols& x, s
   if (name == "E" && x.m.experts > 0) return x.m.experts;
   if (name == "topk" && x.m.experts > 0) return x.m.experts_per_token;
   if (name == "Ie" && x.m.experts > 0) return x.m.expert_intermediate;
+  if (name == "Is" && x.m.shared_expert_intermediate > 0) return x.m.shared_expert_intermediate;
   if (name == "V" || name == "v") return x.vocab;
   if (name == "L" || name == "layers") return x.m.num_layers;
   if (name == "window") return x.m.sliding_window;

@@ -314,7 +314,14 @@ TEST_CASE("explain: every leaf of a training plan traces to a formula, its input
            {{"seq", "32768"}, {"prompt_len", "1000"}, {"cache", "static"}, {"attention", "eager"}},
            {{"seq", "32768"}, {"prompt_len", "1000"}, {"max_new_tokens", "500"}},
            {{"engine", "sglang"}, {"gpu", "h100-80gb"}},
-           {{"model", "qwen3-30b-a3b"}, {"engine", "sglang"}, {"gpu", "h100-80gb"}, {"tp", "4"}}}) {
+           {{"model", "qwen3-30b-a3b"}, {"engine", "sglang"}, {"gpu", "h100-80gb"}, {"tp", "4"}},
+           // vLLM's fused MoE profile, with fp8 experts' quantized inputs.
+           {{"model", "qwen3-30b-a3b"}, {"engine", "vllm"}, {"gpu", "h100-80gb"}, {"max_num_seqs", "4"}},
+           {{"model", "qwen3-30b-a3b"},
+            {"engine", "vllm"},
+            {"gpu", "h100-80gb"},
+            {"quant", "fp8-block"},
+            {"max_num_seqs", "4"}}}) {
     WorkloadInput in;
     std::string model = "llama-3.1-8b";
     std::string described;

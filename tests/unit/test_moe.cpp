@@ -125,3 +125,46 @@ TEST_CASE(
   const Budget b = estimate(m, w);
   CHECK(b.serving.block_bytes == 61 * 16 * 576 * 2);
 }
+
+namespace {
+
+std::uint64_t leaf_bytes(const std::vector<Node>& nodes, std::string_view id) {
+  for (const Node& n : nodes) {
+    if (n.id == id) return n.bytes;
+    if (const std::uint64_t b = leaf_bytes(n.children, id)) return b;
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("vLLM's profiling run: fp8 experts' quantized inputs beside the fused-MoE workspaces, by hand",
+          "[moe][vllm]") {
+  // Qwen3-30B-A3B at tp 1: T = 8192 tokens, h = 2048, topk = 8, Ie = 768;
+  // few sequences, so the forward, not the sampler, is the profiled peak.
+  const ModelSpec m = load_model("qwen3-30b-a3b");
+  const std::uint64_t T = 8192;
+  const std::uint64_t Tk = T * 8;
+  auto profile = [&](const char* quant) {
+    return estimate(m, test::workload(m, {{"engine", "vllm"},
+                                          {"gpu", "h100-80gb"},
+                                          {"max_num_batched_tokens", "8192"},
+                                          {"max_num_seqs", "4"},
+                                          {"quant", quant}}))
+        .breakdown;
+  };
+  const std::vector<Node> bf16 = profile("none");
+  CHECK(leaf_bytes(bf16, "profile.moe_workspace13") == Tk * 2048 * 2);  // max(2·768, 2048) columns
+  CHECK(leaf_bytes(bf16, "profile.moe_workspace2") == Tk * 2048 * 2);
+  CHECK(leaf_bytes(bf16, "profile.moe_a1q") == 0);
+  const std::vector<Node> block = profile("fp8-block");
+  CHECK(leaf_bytes(block, "profile.moe_a1q") == T * 2048);
+  CHECK(leaf_bytes(block, "profile.moe_a1q_scales") == T * 16 * 4);  // 2048 / 128 scales per token
+  CHECK(leaf_bytes(block, "profile.moe_a2q") == Tk * 768);
+  CHECK(leaf_bytes(block, "profile.moe_a2q_scales") == Tk * 6 * 4);  // 768 / 128
+  // Per-tensor fp8: one dynamic scale, no per-column scales.
+  const std::vector<Node> tensor = profile("fp8");
+  CHECK(leaf_bytes(tensor, "profile.moe_a2q") == Tk * 768);
+  CHECK(leaf_bytes(tensor, "profile.moe_a1q_scales") == 0);
+  CHECK(leaf_bytes(tensor, "profile.moe_aq_scales") == 2 * 4);
+}

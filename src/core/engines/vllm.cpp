@@ -173,16 +173,40 @@ Inventory vllm_profile_working_set(const ModelSpec& m, const Workload& w, std::u
     const std::uint64_t Tk = checked_mul(T, m.experts_per_token);
     const std::uint64_t N = checked_mul(2, m.expert_intermediate);  // the rank's gate_up width
     fwd.add("profile.router_logits", "router logits", checked_mul(T, m.experts), c, "T·E", moe_source);
-    fwd.add("profile.topk_weights", "top-k routing weights", Tk, DType::fp32, "T·k", moe_source);
-    fwd.add("profile.topk_ids", "top-k expert ids and their index", checked_mul(2, Tk), DType::int32, "2·T·k",
-            moe_source);
+    fwd.add("profile.topk_weights", "top-k routing weights", Tk, DType::fp32, "T·topk", moe_source);
+    fwd.add("profile.topk_ids", "top-k expert ids and their index", checked_mul(2, Tk), DType::int32,
+            "2·T·topk", moe_source);
     fwd.add("profile.moe_workspace13", "fused-MoE workspace: gate_up output, then down output",
-            checked_mul(Tk, std::max(N, h)), c, "T·k·max(2·I_e, h)", moe_source);
+            checked_mul(Tk, std::max(N, h)), c, "T·topk·max(2·Ie, h)", moe_source);
     fwd.add("profile.moe_workspace2", "fused-MoE workspace: activation output and the layer's output",
-            checked_mul(Tk, std::max(N / 2, h)), c, "T·k·max(I_e, h)", moe_source);
+            checked_mul(Tk, std::max(N / 2, h)), c, "T·topk·max(Ie, h)", moe_source);
+    if (w.quant.kind == QuantKind::fp8 || w.quant.kind == QuantKind::fp8_block) {
+      // fp8 experts quantize their inputs on the fly: the layer's input
+      // before the first GEMM (the prepare step), the activation output
+      // before the second (TritonExperts.apply), each an fp8 copy with fp32
+      // scales per 128 columns (block) or one per tensor; freed after the
+      // layer, live beside the workspaces (fused_moe/prepare_finalize.py,
+      // utils.py moe_kernel_quantize_input, per_token_group_quant_fp8).
+      constexpr std::string_view fp8_source =
+          "vllm model_executor/layers/fused_moe (moe_kernel_quantize_input, per_token_group_quant_fp8)";
+      const bool block = w.quant.kind == QuantKind::fp8_block;
+      const std::uint64_t I = m.expert_intermediate;
+      fwd.add("profile.moe_a1q", "fp8 copy of the MoE layer's input", Th, DType::fp8, "T·h", fp8_source);
+      fwd.add("profile.moe_a2q", "fp8 copy of the experts' activation output", checked_mul(Tk, I), DType::fp8,
+              "T·topk·Ie", fp8_source);
+      if (block) {
+        fwd.add("profile.moe_a1q_scales", "its scales, one per 128 columns", checked_mul(T, ceil_div(h, 128)),
+                DType::fp32, "T·⌈h/128⌉", fp8_source);
+        fwd.add("profile.moe_a2q_scales", "its scales, one per 128 columns",
+                checked_mul(Tk, ceil_div(I, 128)), DType::fp32, "T·topk·⌈Ie/128⌉", fp8_source);
+      } else {
+        fwd.add("profile.moe_aq_scales", "the two copies' per-tensor scales", 2, DType::fp32, "2",
+                fp8_source);
+      }
+    }
     if (m.shared_expert_intermediate > 0) {
       fwd.add("profile.shared_expert", "shared expert's gate_up and activation outputs",
-              checked_product(3, T, m.shared_expert_intermediate), c, "3·T·I_s", llama_source);
+              checked_product(3, T, m.shared_expert_intermediate), c, "3·T·Is", llama_source);
     }
   } else if (m.gated_mlp) {
     fwd.add("profile.gate_up", "gate_up projection output", checked_product(2, T, f), c, "2·T·I",
