@@ -34,6 +34,9 @@ struct PlanRequest {
   /// Where the request came from: the MODEL argument, or for a colocated
   /// one its flag or key and entry ("--colocate guard.json").
   std::string origin;
+  /// Whether a server that does not start names the tensor-parallel size
+  /// that does (a search of its own); fit's plans at a boundary do not.
+  bool name_tensor_parallel = true;
 };
 
 }  // namespace vramcalc

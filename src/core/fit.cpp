@@ -191,6 +191,7 @@ std::optional<PlanResult> plan_at(const PlanRequest& r, FitKnob knob, std::optio
   if (!value) return std::nullopt;
   PlanRequest at = r;
   at.workload = with_knob(r.workload, knob, *value);
+  at.name_tensor_parallel = false;
   try {
     return plan(std::move(at));
   } catch (const OverflowError&) {

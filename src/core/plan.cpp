@@ -5,10 +5,13 @@
 #include <cstdint>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/assembly.hpp"
 #include "core/engines/engine.hpp"
 #include "core/frameworks/framework.hpp"
 #include "vramcalc/estimate.hpp"
+#include "vramcalc/fit.hpp"
 #include "vramcalc/formulas.hpp"
 
 namespace vramcalc {
@@ -33,6 +36,28 @@ FitVerdict check_fit(const Budget& budget, const Gpu& gpu, std::uint64_t others)
 }
 
 namespace {
+
+// A server that does not start on one GPU names the smallest
+// tensor-parallel size at which it does (fit --for tp), where a larger one
+// exists within the model's heads.
+void name_tensor_parallel_size(const ModelSpec& m, const Workload& w, FitVerdict& v) {
+  if (v.fits || w.mode != Mode::infer) return;
+  std::uint64_t tp = 0;
+  if (w.engine == Engine::vllm) {
+    // Before 0.11 the non-torch memory at tp > 1 is not predicted.
+    const VllmConfig& c = w.engine_config.vllm;
+    if (vllm_era(c.version) == VllmEra::v0_9 && c.non_torch_measured) return;
+    tp = c.tp;
+  } else if (w.engine == Engine::sglang) {
+    tp = w.engine_config.sglang.tp;
+  } else {
+    return;
+  }
+  const FitSearch s = fit_search(m, w, FitKnob::tp, v.gpu.capacity_bytes);
+  if (!s.answer || *s.answer <= tp) return;
+  const std::string_view sep = v.reason.empty() ? "" : "; ";
+  v.reason += fmt::format("{}it starts at --tp {} (`vramcalc fit --for tp`)", sep, *s.answer);
+}
 
 // communication_per_step on one rank: its model shard and its workload.
 std::vector<Node> rank_communication(const ModelSpec& model, const Workload& given) {
@@ -113,6 +138,7 @@ PlanResult plan(PlanRequest request) {
   }
   if (request.gpu) {
     r.fit = check_fit(r.budget, *request.gpu, r.colocated_device);
+    if (r.colocated.empty() && request.name_tensor_parallel) name_tensor_parallel_size(request.model, w, *r.fit);
     r.decode_bound = plan_decode_bound(request.model, w, r.budget, *request.gpu);
   }
   r.request = std::move(request);

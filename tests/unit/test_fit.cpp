@@ -287,3 +287,23 @@ TEST_CASE("fit --for tp: each size's plan is the plan resolved at that tp", "[fi
     }
   }
 }
+
+TEST_CASE("a server that does not start on one GPU names the tensor-parallel size that does", "[fit][tp]") {
+  const ModelSpec m = load_model("llama-3.1-70b");
+  for (const char* engine : {"vllm", "sglang"}) {
+    INFO(engine);
+    const PlanResult p = plan(test::request(m, {{"engine", engine}, {"gpu", "h100-80gb"}, {"seq", "32768"}}));
+    REQUIRE(p.fit);
+    CHECK_FALSE(p.fit->fits);
+    CHECK_THAT(p.fit->reason, Catch::Contains("it starts at --tp 4"));
+  }
+  // vLLM's pool is empty: the reason says what took the share, not "the
+  // longest max_model_len that fits is 0".
+  const PlanResult v = plan(test::request(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"seq", "32768"}}));
+  CHECK_THAT(v.fit->reason, Catch::Contains("leave no KV blocks"));
+  // A plan that starts names nothing.
+  const PlanResult ok =
+      plan(test::request(m, {{"engine", "vllm"}, {"gpu", "h100-80gb"}, {"seq", "32768"}, {"tp", "4"}}));
+  CHECK(ok.fit->fits);
+  CHECK(ok.fit->reason.empty());
+}

@@ -396,6 +396,15 @@ void vllm_refuse(FitVerdict& v, const ServingPool& s, std::uint64_t others) {
                          "pool holds; lower --max-num-seqs to at most {} or raise "
                          "--gpu-memory-utilization",
                          s.max_num_seqs, s.kv_blocks, s.kv_blocks);
+  } else if (s.kv_blocks == 0) {
+    v.fits = false;
+    const std::uint64_t short_by = checked_add(s.non_kv > s.requested ? s.non_kv - s.requested : 0,
+                                               checked_mul(s.blocks_per_request, s.block_bytes));
+    v.headroom = -static_cast<std::int64_t>(std::min(short_by, max));
+    v.reason = fmt::format(
+        "vLLM refuses to start: the weights, the profiled peak and non-torch memory ({} GiB) leave no KV "
+        "blocks in total × utilization ({} GiB)",
+        format_gib(s.non_kv), format_gib(s.requested));
   } else if (s.kv_blocks < s.blocks_per_request) {
     v.fits = false;
     const std::uint64_t short_by = checked_mul(s.blocks_per_request - s.kv_blocks, s.block_bytes);
