@@ -26,6 +26,12 @@ enum class QuantKind : std::uint8_t {
   mxfp4,        ///< OCP MXFP4: fp4 weight, E8M0 scale per 32 (MoE experts only)
   gguf,         ///< llama.cpp GGUF: a ggml type per tensor
   torchao_nf4,  ///< torchao NF4Tensor (torchtune's QLoRA): 4-bit blocks of 64, int8 scalers per block
+  // torchao's quantize_ under transformers (--quant torchao:…), at torchao
+  // v0.13.0 (e318546f), quantization/quant_api.py:
+  torchao_int8wo,   ///< int8_weight_only: int8 weight, a scale and an int64 zero point per row
+  torchao_int8dq,   ///< int8_dynamic_activation_int8_weight: int8 weight, a scale per row
+  torchao_int4wo,   ///< int4_weight_only(group_size): tinygemm's packed int32, bf16 scale and zero per group
+  torchao_float8dq  ///< float8_dynamic_activation_float8_weight: e4m3 weight, fp32 scale per tensor or row
 };
 
 /// torchao's to_nf4 defaults (torchao@77ca57d1 torchao/dtypes/nf4tensor.py):
@@ -120,12 +126,20 @@ struct Quant {
   GgufMix mix = GgufMix::pure;
   GgufType type = GgufType::F16;  ///< gguf with GgufMix::pure: the one type
   bool quantize_lm_head = false;  ///< quantise the untied output layer too (not the default)
+  bool row_scales = false;        ///< torchao_float8dq: one scale per output row (PerRow), not per tensor
   /// gguf: the types a GGUF file gives each tensor, in place of `mix`'s
   /// rules; null for --quant gguf:TYPE.
   std::shared_ptr<const GgufFileTypes> file;
 
   bool operator==(const Quant&) const = default;
 };
+
+/// torchao's quantize_ formats for generation under transformers
+/// (torchao:int8wo, int8dq, int4wo-G, float8dq[-row]).
+[[nodiscard]] constexpr bool is_torchao_generation(QuantKind k) {
+  return k == QuantKind::torchao_int8wo || k == QuantKind::torchao_int8dq || k == QuantKind::torchao_int4wo ||
+         k == QuantKind::torchao_float8dq;
+}
 
 /// The name as --quant takes it: "gptq:4:128", "bnb-nf4-dq", "gguf:Q4_K_M".
 [[nodiscard]] std::string quant_text(const Quant& q);

@@ -250,7 +250,9 @@ inline constexpr FlagHelp k_flag_help[] = {
      "serving: how the checkpoint stores its weights: bnb-int8 | bnb-nf4[-dq] | bnb-fp4[-dq] | "
      "gptq:BITS:GROUP | awq:4:GROUP | fp8 | fp8-block | nvfp4 | mxfp4 | gguf:TYPE (Q8_0, Q6_K, Q5_K_M, "
      "Q4_K_M, Q4_K_S, Q4_0, Q3_K_M, Q3_K_L, IQ4_XS, F16, BF16; pure Q5_K, Q4_K, Q3_K, Q2_K); "
-     "torchao-nf4 is torchtune's QLoRA base; none plans a quantized checkpoint unquantized (default: the "
+     "torchao:int8wo | int8dq | int4wo-GROUP (32, 64, 128, 256) | float8dq[-row] are torchao's quantize_ "
+     "under transformers (v0.13 layouts); torchao-nf4 is torchtune's QLoRA base; none plans a quantized "
+     "checkpoint unquantized (default: the "
      "config.json's quantization_config when it has one, else none)"},
     {"quant_lm_head",
      "yes | no: quantize the output layer too (default: no, as bitsandbytes, GPTQ and AWQ do; yes for GGUF)"},

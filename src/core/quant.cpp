@@ -135,6 +135,14 @@ std::string quant_text(const Quant& q) {
       return fmt::format("gguf:{}", q.mix == GgufMix::pure ? gguf_block(q.type).name : mix_info(q.mix).name);
     case QuantKind::torchao_nf4:
       return "torchao-nf4";
+    case QuantKind::torchao_int8wo:
+      return "torchao:int8wo";
+    case QuantKind::torchao_int8dq:
+      return "torchao:int8dq";
+    case QuantKind::torchao_int4wo:
+      return fmt::format("torchao:int4wo-{}", q.group);
+    case QuantKind::torchao_float8dq:
+      return q.row_scales ? "torchao:float8dq-row" : "torchao:float8dq";
   }
   return "?";
 }
@@ -163,6 +171,15 @@ std::string_view quant_source(QuantKind k) {
       return "ggml/src/ggml.c type_traits; llama.cpp src/llama-quant.cpp llama_tensor_get_type_impl";
     case QuantKind::torchao_nf4:
       return "torchao@77ca57d1 torchao/dtypes/nf4tensor.py NF4Tensor.from_tensor, double_quantize_scalers";
+    case QuantKind::torchao_int8wo:
+    case QuantKind::torchao_int8dq:
+      return "torchao v0.13.0 (e318546f) quantization/quant_api.py; dtypes/uintx/plain_layout.py";
+    case QuantKind::torchao_int4wo:
+      return "torchao v0.13.0 (e318546f) quant_api.py int4_weight_only; "
+             "dtypes/uintx/tensor_core_tiled_layout.py";
+    case QuantKind::torchao_float8dq:
+      return "torchao v0.13.0 (e318546f) quant_api.py float8_dynamic_activation_float8_weight; "
+             "quantize_/workflows/float8";
   }
   return "";
 }
@@ -289,6 +306,55 @@ void torchao_nf4_parts(const PartAdder& add, Linear l, DType weight) {
   add(".scaler_mean", "mean of the block absmax, in the weight's dtype", 1, weight,
       [] { return std::string("1"); });
   add(".nf4", "the 16 NF4 values, in the weight's dtype", 16, weight, [] { return std::string("16"); });
+}
+
+// torchao's quantize_ at v0.13.0 (e318546f; docs/formulas.md, "torchao's
+// quantized generation"), per nn.Linear of K inputs and N outputs:
+// * int8wo: AffineQuantizedTensor, PlainLayout: int8 [N, K], a scale per row
+//   in the weight's dtype, and an int64 zero point per row (all zeros:
+//   symmetric, zero_point_dtype int64).
+// * int8dq: the same weight without the zero point.
+// * int4wo-G: tinygemm's TensorCoreTiledLayout (inner_k_tiles 8): K padded
+//   to a multiple of 1024 and N to 8, packed two values per byte into int32
+//   [Np/8, Kp/128, 32, 4], with a bf16 scale and zero per group and output
+//   [Kp/G, Np, 2]; a linear whose K is not a multiple of G is skipped.
+// * float8dq: e4m3 [N, K], an fp32 scale per tensor ([1, 1]) or per row
+//   ([N, 1]); a linear whose K or N is not a multiple of 16 is skipped.
+// Returns false when the linear stays unquantized.
+bool torchao_parts(const PartAdder& add, Linear l, const Quant& q, DType weight) {
+  const std::uint64_t n = checked_mul(l.out, l.in);
+  switch (q.kind) {
+    case QuantKind::torchao_int8wo:
+    case QuantKind::torchao_int8dq:
+      add(".int_data", "int8 weight", n, DType::int8, [&] { return fmt::format("{}×{}", l.out, l.in); });
+      add(".scale", "a scale per output row, in the weight's dtype", l.out, weight,
+          [&] { return fmt::format("{}", l.out); });
+      if (q.kind == QuantKind::torchao_int8wo) {
+        add(".zero_point", "an int64 zero point per output row (zeros: symmetric)", l.out, DType::int64,
+            [&] { return fmt::format("{}", l.out); });
+      }
+      return true;
+    case QuantKind::torchao_int4wo: {
+      if (l.in % q.group != 0) return false;
+      const std::uint64_t kp = ceil_div(l.in, 1024) * 1024;
+      const std::uint64_t np = ceil_div(l.out, 8) * 8;
+      add(".packed_weight", "tinygemm int32 words of eight 4-bit values, K padded to 1024 and N to 8",
+          checked_mul(np, kp) / 8, DType::int32, [&] { return fmt::format("{}×{} / 8", np, kp); });
+      add(".scale_and_zero", "a bf16 scale and zero per group and output",
+          checked_product(kp / q.group, np, 2), DType::bf16,
+          [&] { return fmt::format("{}/{}×{}×2", kp, q.group, np); });
+      return true;
+    }
+    case QuantKind::torchao_float8dq:
+      if (l.in % 16 != 0 || l.out % 16 != 0) return false;
+      add(".float8_data", "float8 e4m3 weight", n, DType::fp8,
+          [&] { return fmt::format("{}×{}", l.out, l.in); });
+      add(".scale", q.row_scales ? "an fp32 scale per output row" : "one fp32 scale",
+          q.row_scales ? l.out : 1, DType::fp32, [&] { return fmt::format("{}", q.row_scales ? l.out : 1); });
+      return true;
+    default:
+      return false;
+  }
 }
 
 // GPTQ: int32 words of 32/bits values along K; zero points packed along N;
@@ -510,6 +576,13 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
       continue;
     }
     const Linear l = linear_of(t);
+    if (is_torchao_generation(q.kind)) {
+      if (!torchao_parts(add, l, q, unquantized)) {
+        add("", "kept unquantized (torchao skips its shape)", t.elements(), unquantized,
+            [&] { return fmt::format("{}×{}", t.rows, t.cols); });
+      }
+      continue;
+    }
     switch (q.kind) {
       case QuantKind::bnb_int8:
         bnb_int8_parts(add, l);
@@ -537,8 +610,7 @@ StateParts quantized_weight_parts(std::span<const ParamTensor> tensors, const Mo
       case QuantKind::torchao_nf4:
         torchao_nf4_parts(add, l, w.dtype);
         break;
-      case QuantKind::gguf:
-      case QuantKind::none:
+      default:
         break;
     }
   }

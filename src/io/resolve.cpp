@@ -409,6 +409,9 @@ void check_quant(const ModelSpec& model, Workload& w, const WorkloadInput& in, c
              "torchao-nf4 is the base of torchtune's QLoRA recipe (--framework torchtune --mode qlora); "
              "serving it is not modelled");
   }
+  if (q.kind == QuantKind::torchao_int4wo && w.dtype != DType::bf16) {
+    conflict(origin, fmt::format("{}: tinygemm's int4 matmul runs in bf16: use --dtype bf16", name));
+  }
   if (const std::string problem = quant_model_problem(model, q); !problem.empty()) conflict(origin, problem);
   if (q.kind != QuantKind::gguf && in.dtype && w.dtype != DType::bf16 && w.dtype != DType::fp16) {
     conflict(in.dtype->origin,
@@ -472,6 +475,12 @@ void resolve_serving(const ModelSpec& model, PlanRequest& r, const WorkloadInput
   // default engine for one, and another engine needs --quant.
   const bool gguf_file = w.quant.file != nullptr;
   w.engine = pick(r, in.engine, gguf_file ? Engine::llamacpp : Engine::hf, "engine");
+  if (is_torchao_generation(w.quant.kind) && w.engine != Engine::hf) {
+    conflict(r.quant_source,
+             fmt::format("{} is torchao's quantize_ under transformers' generate (--engine hf); "
+                         "the {} engine loads its own formats",
+                         quant_text(w.quant), name_of(w.engine)));
+  }
   if (gguf_file && w.engine != Engine::llamacpp && w.engine != Engine::ollama) {
     conflict(in.engine->origin,
              fmt::format("{} is a GGUF file, which vramcalc plans under llama.cpp (the default for it); for "

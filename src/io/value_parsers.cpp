@@ -255,9 +255,23 @@ Loss parse_loss(std::string_view text, const std::string& origin) {
 namespace {
 
 // --quant: the format names of docs/formulas.md, "Quantized weights".
-const std::vector<std::string> k_quant_forms = {"bnb-int8",   "bnb-nf4",         "bnb-nf4-dq",  "bnb-fp4",
-                                                "bnb-fp4-dq", "gptq:BITS:GROUP", "awq:4:GROUP", "fp8",
-                                                "fp8-block",  "nvfp4",           "mxfp4",       "gguf:TYPE"};
+const std::vector<std::string> k_quant_forms = {"bnb-int8",
+                                                "bnb-nf4",
+                                                "bnb-nf4-dq",
+                                                "bnb-fp4",
+                                                "bnb-fp4-dq",
+                                                "gptq:BITS:GROUP",
+                                                "awq:4:GROUP",
+                                                "fp8",
+                                                "fp8-block",
+                                                "nvfp4",
+                                                "mxfp4",
+                                                "gguf:TYPE",
+                                                "torchao:int8wo",
+                                                "torchao:int8dq",
+                                                "torchao:int4wo-GROUP",
+                                                "torchao:float8dq",
+                                                "torchao:float8dq-row"};
 
 // "4" or "128" in gptq:4:128; GPTQ's "-1" (one group over all inputs) is 0.
 std::uint64_t quant_field(std::string_view field, bool allow_minus_one, const std::string& text,
@@ -292,6 +306,24 @@ Quant parse_quant(std::string_view text, const std::string& origin) {
   if (text == "mxfp4") return q.kind = QuantKind::mxfp4, q;
   // torchtune's QLoRA base (--framework torchtune --mode qlora picks it).
   if (text == "torchao-nf4") return q.kind = QuantKind::torchao_nf4, q;
+  // torchao's quantize_ under transformers' generate.
+  if (text == "torchao:int8wo") return q.kind = QuantKind::torchao_int8wo, q;
+  if (text == "torchao:int8dq") return q.kind = QuantKind::torchao_int8dq, q;
+  if (text == "torchao:float8dq" || text == "torchao:float8dq-row") {
+    q.kind = QuantKind::torchao_float8dq;
+    q.row_scales = text.ends_with("-row");
+    return q;
+  }
+  if (text.starts_with("torchao:int4wo")) {
+    const std::string_view g = text.substr(std::string_view("torchao:int4wo").size());
+    // tinygemm's int4 matmul takes groups of 32, 64, 128 or 256 (aten int4mm.cu).
+    for (const std::uint64_t group : {32U, 64U, 128U, 256U}) {
+      if (g == "-" + std::to_string(group)) return q.kind = QuantKind::torchao_int4wo, q.group = group, q;
+    }
+    throw InputError(origin, fmt::format("\"{}\": give the group size, torchao:int4wo-32, -64, -128 or -256 "
+                                         "(tinygemm's int4 matmul takes those)",
+                                         text));
+  }
   if (text.starts_with("gptq:") || text.starts_with("awq:")) {
     const bool gptq = text.starts_with("gptq:");
     const std::string_view rest = text.substr(gptq ? 5 : 4);

@@ -138,3 +138,43 @@ TEST_CASE("config.json's dtype is the dtype transformers 5 serves the weights in
   CHECK(with_dtype("dtype", "float16").checkpoint_dtype == DType::fp16);
   CHECK_FALSE(with_dtype("torch_dtype", "auto").checkpoint_dtype.has_value());
 }
+
+TEST_CASE("torchao's quantize_ layouts, by hand", "[quant][torchao]") {
+  // Llama-3.1-8B: per layer the linears hold 4096·53248 weights over
+  // N = 43008 outputs; 32 layers, 224 linears. The embeddings and the
+  // untied lm_head (2·128256·4096) and the norms (65·4096) stay bf16.
+  const ModelSpec m = load_model("llama-3.1-8b");
+  const std::uint64_t linear = 32ULL * 4096 * 53248;
+  const std::uint64_t outputs = 32ULL * 43008;
+  const std::uint64_t kept = 2ULL * (2ULL * 128256 * 4096 + 65 * 4096);
+  auto weights = [&](const char* quant) {
+    return estimate(m, test::workload(m, {{"quant", quant}, {"seq", "4096"}}))
+        .components[static_cast<std::size_t>(Component::weights)];
+  };
+  CHECK(weights("torchao:int8wo") == kept + linear + 10 * outputs);
+  CHECK(weights("torchao:int8dq") == kept + linear + 2 * outputs);
+  // tinygemm: K = 4096 and 14336 are multiples of 1024, N of 8: no padding;
+  // a bf16 scale and zero per 128 inputs and output.
+  CHECK(weights("torchao:int4wo-128") == kept + linear / 2 + linear / 128 * 4);
+  CHECK(weights("torchao:float8dq") == kept + linear + 4 * 224);
+  CHECK(weights("torchao:float8dq-row") == kept + linear + 4 * outputs);
+  CHECK(weights("torchao:int4wo-128") == 5'809'643'520ULL);
+}
+
+TEST_CASE("torchao's formats: padding, skipped shapes and where they apply", "[quant][torchao][errors]") {
+  // K = 1000 is not a multiple of 128: that linear stays bf16; K = 1536
+  // pads to 2048 under tinygemm.
+  const ModelSpec m = test::model(R"({"model_type": "llama", "vocab_size": 256, "hidden_size": 1536,
+    "num_hidden_layers": 1, "num_attention_heads": 12, "num_key_value_heads": 12, "intermediate_size": 1000,
+    "max_position_embeddings": 64, "tie_word_embeddings": true})");
+  const Budget b = estimate(m, test::workload(m, {{"quant", "torchao:int4wo-128"}, {"seq", "64"}}));
+  const std::uint64_t kept = 2ULL * (256 * 1536 + 3 * 1536 + 1536 * 1000);  // embedding, norms, down_proj
+  // q, k, v, o (1536 → 1536) and gate, up (1536 → 1000): Kp = 2048, Np = N.
+  const std::uint64_t packed = (4ULL * 1536 + 2 * 1000) * 2048 / 2;
+  const std::uint64_t scales = (4ULL * 1536 + 2 * 1000) * (2048 / 128) * 4;
+  CHECK(b.components[static_cast<std::size_t>(Component::weights)] == kept + packed + scales);
+  test::check_rejects(m, {{"quant", "torchao:int4wo-100"}}, "--quant", "-32, -64, -128 or -256");
+  test::check_rejects(m, {{"quant", "torchao:int8wo"}, {"engine", "vllm"}, {"gpu_mem", "16GiB"}}, "--quant",
+                      "--engine hf");
+  test::check_rejects(m, {{"quant", "torchao:int4wo-128"}, {"dtype", "fp16"}}, "--quant", "bf16");
+}
